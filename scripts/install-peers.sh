@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Builds the reference test peers from the Go module proxy: the upstream Gazette broker and
+# gazctl (v0.103.0), and an etcd server new enough for their etcd client (Debian's 3.4 is
+# refused with "old cluster version"). Binaries land in $GAZCTL_PEERS_DIR (default
+# ~/.cache/gazctl-peers) and are reused when already built.
+set -euo pipefail
+
+GAZETTE_VERSION=v0.103.0
+ETCD_VERSION=v3.6.5
+PEERS_DIR=${GAZCTL_PEERS_DIR:-$HOME/.cache/gazctl-peers}
+BIN="$PEERS_DIR/bin"
+mkdir -p "$BIN"
+
+if ! command -v go >/dev/null 2>&1; then
+  export PATH="$PATH:/usr/local/go/bin"
+fi
+
+build_module() { # dir module version packages...
+  local dir=$1 mod=$2 ver=$3; shift 3
+  mkdir -p "$dir"
+  (
+    cd "$dir"
+    printf 'module peers\n\ngo 1.24\n\nrequire %s %s\n' "$mod" "$ver" > go.mod
+    {
+      echo '//go:build tools'
+      echo 'package peers'
+      echo 'import ('
+      for p in "$@"; do echo "	_ \"$p\""; done
+      echo ')'
+    } > tools.go
+    GOFLAGS=-mod=mod go mod tidy
+    GOFLAGS=-mod=mod go build -o "$BIN/" "$@"
+  )
+}
+
+if [ ! -x "$BIN/gazette" ] || [ ! -x "$BIN/gazctl" ] || [ "$(cat "$BIN/.gazette-version" 2>/dev/null)" != "$GAZETTE_VERSION" ]; then
+  echo "building gazette and gazctl $GAZETTE_VERSION ..." >&2
+  build_module "$PEERS_DIR/src-gazette" go.gazette.dev/core "$GAZETTE_VERSION" \
+    go.gazette.dev/core/cmd/gazette go.gazette.dev/core/cmd/gazctl
+  echo "$GAZETTE_VERSION" > "$BIN/.gazette-version"
+fi
+
+if [ ! -x "$BIN/etcd" ] || [ "$(cat "$BIN/.etcd-version" 2>/dev/null)" != "$ETCD_VERSION" ]; then
+  echo "building etcd $ETCD_VERSION ..." >&2
+  build_module "$PEERS_DIR/src-etcd" go.etcd.io/etcd/server/v3 "$ETCD_VERSION" go.etcd.io/etcd/server/v3
+  mv "$BIN/v3" "$BIN/etcd" 2>/dev/null || true
+  echo "$ETCD_VERSION" > "$BIN/.etcd-version"
+fi
+
+"$BIN/etcd" --version | head -1 >&2
+echo "$BIN"
