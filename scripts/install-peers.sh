@@ -43,7 +43,7 @@ fi
 if [ ! -x "$BIN/etcd" ] || [ "$(cat "$BIN/.etcd-version" 2>/dev/null)" != "$ETCD_VERSION" ]; then
   echo "building etcd $ETCD_VERSION ..." >&2
   build_module "$PEERS_DIR/src-etcd" go.etcd.io/etcd/server/v3 "$ETCD_VERSION" go.etcd.io/etcd/server/v3
-  mv "$BIN/v3" "$BIN/etcd" 2>/dev/null || true
+  mv "$BIN/server" "$BIN/etcd"
   echo "$ETCD_VERSION" > "$BIN/.etcd-version"
 fi
 

@@ -1,0 +1,20 @@
+// Splitting Apply changes into sequential transactions (`--max-txn-size`).
+import { ValidationError } from '../protocol/errors.js';
+
+/** Etcd's default limit on operations per transaction (`--max-txn-ops`). */
+export const ETCD_DEFAULT_MAX_TXN_OPS = 128;
+
+/**
+ * Cuts `changes` into consecutive batches of at most `maxTxnSize` changes, each to be sent as its
+ * own Apply (its own Etcd transaction; the whole is then not atomic). 0 means everything in one
+ * batch; an empty change list still yields one (empty) batch, which is sent like upstream does.
+ */
+export function batchChanges<T>(changes: readonly T[], maxTxnSize: number): T[][] {
+  if (!Number.isInteger(maxTxnSize) || maxTxnSize < 0) {
+    throw new ValidationError(`must be a non-negative integer (got ${maxTxnSize})`, '--max-txn-size');
+  }
+  if (maxTxnSize === 0 || changes.length <= maxTxnSize) return [[...changes]];
+  const out: T[][] = [];
+  for (let i = 0; i < changes.length; i += maxTxnSize) out.push(changes.slice(i, i + maxTxnSize));
+  return out;
+}

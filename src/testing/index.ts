@@ -1,0 +1,10 @@
+// Test helpers: the local-cluster harness (real etcd + brokers) and reference-peer runners.
+// Exposed to users as `gazctl/testing`.
+
+export * from './peers.js';
+export * from './ports.js';
+export * from './process.js';
+export * from './etcd.js';
+export * from './cluster.js';
+export * from './gazctl-go.js';
+// export * from './stubs.js'; // loopback stub servers: added by the lead once stubs.ts lands
