@@ -1,0 +1,44 @@
+// An output sink for streamed bytes (stdout or a file) that honours backpressure, and a tiny
+// async mutex used to keep each reader's fragment contiguous in the shared output.
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { once } from 'node:events';
+import { GazctlError } from '../lib/protocol/errors.js';
+
+export class Output {
+  private stream: NodeJS.WritableStream | WriteStream;
+  private readonly isFile: boolean;
+  private failure?: Error;
+
+  constructor(path: string) {
+    this.isFile = path !== '-' && path !== '';
+    this.stream = this.isFile ? createWriteStream(path) : process.stdout;
+    (this.stream as NodeJS.EventEmitter).on('error', (err: Error) => {
+      this.failure = err;
+    });
+  }
+
+  async write(chunk: Uint8Array): Promise<void> {
+    if (this.failure) throw new GazctlError(`cannot write output: ${this.failure.message}`);
+    if (!this.stream.write(chunk)) await once(this.stream, 'drain');
+  }
+
+  async close(): Promise<void> {
+    if (this.failure) throw new GazctlError(`cannot write output: ${this.failure.message}`);
+    if (!this.isFile) return;
+    const s = this.stream as WriteStream;
+    await new Promise<void>((resolve, reject) => s.end((err?: Error | null) => (err ? reject(err) : resolve())));
+  }
+}
+
+export class Mutex {
+  private tail: Promise<void> = Promise.resolve();
+
+  /** Resolves with a release function once the lock is held. */
+  lock(): Promise<() => void> {
+    let release!: () => void;
+    const next = new Promise<void>((r) => (release = r));
+    const prev = this.tail;
+    this.tail = prev.then(() => next);
+    return prev.then(() => release);
+  }
+}

@@ -1,0 +1,136 @@
+import { Flags } from '@oclif/core';
+import { createReadStream } from 'node:fs';
+import { GazctlCommand, journalsBaseFlags, UsageError } from '../../cli/base.js';
+import { selectorFlag, selectorFrom } from '../../cli/flags.js';
+import { openJournalClient } from '../../cli/clients.js';
+import { GazctlError } from '../../lib/protocol/errors.js';
+import { RecordSplitter, keyOfRecord } from '../../lib/append/framing.js';
+import { JournalSet, type Mapping } from '../../lib/append/mapping.js';
+import { AppendService } from '../../lib/append/service.js';
+import { type ListResponse } from '../../lib/protocol/gen/broker/protocol.js';
+
+const FRAMINGS = ['none', 'lines', 'fixed'] as const;
+const MAPPINGS = ['random', 'modulo', 'rendezvous', 'direct'] as const;
+
+export default class JournalsAppend extends GazctlCommand {
+  static override summary = 'Append records from a file or stdin to journals.';
+  static override description = `Appends input to the journals matching the selector.
+
+--framing none (default) appends the whole input to one randomly chosen journal as a single atomic append: all of it commits, or nothing does.
+
+--framing lines or fixed splits the input into records (newline-terminated lines, or fixed frames: magic 66 33 93 36, little-endian uint32 length, payload). Each record goes to one journal by --mapping: random, or by a partition key that precedes each record in the same framing (modulo and rendezvous hash the key with 32-bit FNV-1a; direct takes the key as the journal name). --base64 decodes line keys from base64. Records of one journal keep their input order and are batched into atomic appends; the command exits 0 only when every record has committed.`;
+  static override examples = [
+    { description: 'Append a file atomically to one journal', command: '<%= config.bin %> journals append -l name=acme/events -i events.ndjson' },
+    { description: 'Spread lines randomly over journals', command: 'cat events.ndjson | <%= config.bin %> journals append -l app=billing --framing lines' },
+    { description: 'Key each line (key line, then record line)', command: '<%= config.bin %> journals append -l app=billing --framing lines --mapping modulo -i keyed.txt' },
+  ];
+  static override group = 'journals' as const;
+  static override baseFlags = journalsBaseFlags;
+  static override flags = {
+    selector: selectorFlag(true),
+    input: Flags.string({ char: 'i', default: '-', description: 'Input file, or - for stdin.' }),
+    framing: Flags.option({ char: 'f', options: FRAMINGS, default: 'none' as const, description: 'Record framing of the input.' })(),
+    mapping: Flags.option({ char: 'm', options: MAPPINGS, default: 'random' as const, description: 'How records map to journals.' })(),
+    base64: Flags.boolean({ description: 'Partition keys of lines framing are base64 (standard, padded).' }),
+  };
+  static override iniFields = { selector: 'Selector', input: 'Input', framing: 'Framing', mapping: 'Mapping', base64: 'Base64' };
+
+  async run(): Promise<void> {
+    const { flags } = await this.parseResolved<Record<string, any>>();
+    const selector = selectorFrom(flags.selector, true);
+    const framing = flags.framing as (typeof FRAMINGS)[number];
+    const mapping = flags.mapping as Mapping;
+    if (framing === 'none' && mapping !== 'random') throw new UsageError('--framing none appends the whole input to one journal: use it with --mapping random');
+    if (flags.base64 && (framing !== 'lines' || mapping === 'random')) throw new UsageError('--base64 requires --framing lines and a --mapping other than random');
+
+    const client = openJournalClient(this.serviceOptions('broker'));
+    const ac = new AbortController();
+    const watch = client.watch(selector, { signal: ac.signal })[Symbol.asyncIterator]();
+    try {
+      const first = await watch.next();
+      if (first.done) throw new GazctlError('cannot resolve the selector to journals: the listing ended');
+      let set = journalSet(first.value);
+      // Keep the journal set current while we append.
+      void (async () => {
+        try {
+          for (;;) {
+            const r = await watch.next();
+            if (r.done) return;
+            set = journalSet(r.value);
+          }
+        } catch {
+          /* the watch ends with the command */
+        }
+      })();
+
+      const input = flags.input === '-' ? process.stdin : createReadStream(flags.input, { highWaterMark: 1 << 20 });
+      const inputError = new Promise<never>((_, reject) =>
+        input.once('error', (err: NodeJS.ErrnoException) =>
+          reject(new GazctlError(`cannot read ${flags.input}: ${err.code === 'ENOENT' ? 'no such file' : err.message}`)),
+        ),
+      );
+      inputError.catch(() => {});
+
+      if (framing === 'none') {
+        const journal = set.pick('random', undefined);
+        const appender = client.append(journal);
+        try {
+          for await (const chunk of input as AsyncIterable<Buffer>) await appender.write(chunk);
+        } catch (err) {
+          appender.abort();
+          throw err instanceof GazctlError ? err : new GazctlError(`cannot read ${flags.input}: ${(err as Error).message}`);
+        }
+        const resp = await appender.commit();
+        this.log_.debug('appended', { journal, begin: resp.commit?.begin, end: resp.commit?.end });
+        return;
+      }
+
+      let committed = 0;
+      const service = new AppendService(async (journal, chunks) => {
+        await client.appendBuffers(journal, chunks);
+      }, { onCommitted: (_j, n) => (committed += n) });
+      const splitter = new RecordSplitter(framing);
+      const keyed = mapping !== 'random';
+      let key: Buffer | undefined;
+      const progress = process.stderr.isTTY ? setInterval(() => process.stderr.write(`\rcommitted ${(committed / 1048576).toFixed(1)} MiB`), 500) : undefined;
+      try {
+        for await (const chunk of input as AsyncIterable<Buffer>) {
+          if (!keyed && framing === 'lines' && set.size === 1) {
+            const run = splitter.pushBulk(chunk);
+            if (run) service.push(set.names[0]!, run);
+          } else {
+            for (const rec of splitter.push(chunk)) {
+              if (keyed && key === undefined) {
+                key = keyOfRecord(rec, framing, Boolean(flags.base64));
+                continue;
+              }
+              const journal = set.pick(mapping, key);
+              if (keyed) this.log_.debug('mapped partition key to journal', { journal, key: key!.toString('utf8') });
+              key = undefined;
+              service.push(journal, rec);
+            }
+          }
+          await service.backpressure();
+        }
+        if (splitter.pending > 0) {
+          await service.flush().catch(() => {});
+          throw new GazctlError(`input ends inside a record (${splitter.pending} bytes after the last ${framing === 'lines' ? 'newline' : 'complete frame'}); records before it were appended`);
+        }
+        await service.flush();
+      } finally {
+        if (progress) {
+          clearInterval(progress);
+          process.stderr.write(`\rcommitted ${(committed / 1048576).toFixed(1)} MiB\n`);
+        }
+      }
+    } finally {
+      ac.abort();
+      client.close();
+    }
+  }
+}
+
+function journalSet(resp: ListResponse): JournalSet {
+  // Appends resume suspended journals, so every matched journal is a candidate.
+  return new JournalSet(resp.journals.map((j) => j.spec!.name));
+}

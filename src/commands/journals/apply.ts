@@ -1,0 +1,55 @@
+import { Flags } from '@oclif/core';
+import { GazctlCommand, journalsBaseFlags } from '../../cli/base.js';
+import { dryRunFlag, maxTxnSizeFlag } from '../../cli/flags.js';
+import { openJournalClient } from '../../cli/clients.js';
+import { readInput } from '../../cli/input.js';
+import { applyInBatches, renderPlan } from '../../cli/apply.js';
+import { journalChangesFromYaml, planOfJournalChanges } from '../../cli/journal-specs.js';
+
+export default class JournalsApply extends GazctlCommand {
+  static override summary = 'Apply a YAML hierarchy of journal specs.';
+  static override description = `Reads a journal hierarchy (the format "journals list -o yaml" prints), validates all of it, and applies it as one etcd transaction: every change is applied, or none is.
+
+A journal's "revision" must match its current revision (omit it to create a journal that must not exist yet; -1 skips the check). "delete: true" deletes a journal (its fragments stay in their stores).
+
+etcd limits a transaction to 128 operations by default. For larger hierarchies pass --max-txn-size: changes are then applied in sequential batches that are each atomic, but not atomic as a whole.`;
+  static override examples = [
+    { description: 'Apply specs from a file', command: '<%= config.bin %> journals apply --specs journals.yaml' },
+    { description: 'Preview the changes', command: '<%= config.bin %> journals apply --specs journals.yaml --dry-run' },
+    { description: 'Apply 1,000 journals in batches of 100', command: '<%= config.bin %> journals list -o yaml | <%= config.bin %> journals apply --max-txn-size 100' },
+  ];
+  static override group = 'journals' as const;
+  static override baseFlags = journalsBaseFlags;
+  static override flags = {
+    specs: Flags.string({ description: 'Path of the YAML specs, or - for stdin.', default: '-' }),
+    'dry-run': dryRunFlag,
+    'max-txn-size': maxTxnSizeFlag,
+  };
+  static override iniFields = { specs: 'SpecsPath', 'dry-run': 'DryRun', 'max-txn-size': 'MaxTxnSize' };
+
+  async run(): Promise<void> {
+    const { flags } = await this.parseResolved<Record<string, any>>();
+    const maxTxnSize = Number(flags['max-txn-size'] ?? 0);
+    const text = await readInput(flags.specs);
+    const changes = journalChangesFromYaml(text, flags.specs === '-' ? 'stdin' : flags.specs);
+    if (flags['dry-run']) {
+      process.stdout.write(renderPlan(planOfJournalChanges(changes), maxTxnSize, 'journal'));
+      return;
+    }
+    const client = openJournalClient(this.serviceOptions('broker'));
+    try {
+      const tty = process.stderr.isTTY;
+      const { revision, batches } = await applyInBatches(
+        changes,
+        maxTxnSize,
+        async (batch) => (await client.apply(batch)).header?.etcd?.revision ?? 0n,
+        tty ? (done, total) => process.stderr.write(`\rapplied ${done}/${total} changes`) : undefined,
+      );
+      if (tty) process.stderr.write('\n');
+      this.log_.info('successfully applied', { revision });
+      process.stderr.write(`applied ${changes.length} journal change${changes.length === 1 ? '' : 's'} in ${batches} transaction${batches === 1 ? '' : 's'} (etcd revision ${revision})\n`);
+    } finally {
+      client.close();
+    }
+  }
+}

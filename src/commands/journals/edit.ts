@@ -1,0 +1,53 @@
+import { GazctlCommand, journalsBaseFlags } from '../../cli/base.js';
+import { maxTxnSizeFlag, selectorFlag, selectorFrom } from '../../cli/flags.js';
+import { openJournalClient } from '../../cli/clients.js';
+import { applyInBatches } from '../../cli/apply.js';
+import { editLoop } from '../../cli/editor.js';
+import { journalChangesFromYaml } from '../../cli/journal-specs.js';
+import { encodeJournalTree, journalTreeFromListing } from '../../lib/spec/journalspace.js';
+import { GazctlError } from '../../lib/protocol/errors.js';
+import { formatLabelSelector } from '../../lib/protocol/selector.js';
+
+export default class JournalsEdit extends GazctlCommand {
+  static override summary = 'Edit journal specs in your editor and apply them.';
+  static override description = `Lists the journals matching the selector as a YAML hierarchy, opens it in $GAZ_EDITOR, $EDITOR or vi, and applies what you save. If the edit fails to validate or to apply (for example because a journal changed meanwhile), the editor opens again showing the error, with your edits kept. Save an empty file to cancel.
+
+Revisions in the YAML make the apply fail, rather than overwrite, when someone else changed a journal in between.`;
+  static override examples = [
+    { description: 'Edit every journal under a prefix', command: '<%= config.bin %> journals edit -l name:prefix=acme/' },
+    { description: 'Edit with a specific editor', command: 'GAZ_EDITOR="code --wait" <%= config.bin %> journals edit -l app=billing' },
+  ];
+  static override group = 'journals' as const;
+  static override baseFlags = journalsBaseFlags;
+  static override flags = {
+    selector: selectorFlag(true),
+    'max-txn-size': maxTxnSizeFlag,
+  };
+  static override iniFields = { 'max-txn-size': 'MaxTxnSize' };
+
+  async run(): Promise<void> {
+    const { flags } = await this.parseResolved<Record<string, any>>();
+    const selector = selectorFrom(flags.selector, true);
+    const maxTxnSize = Number(flags['max-txn-size'] ?? 0);
+    const client = openJournalClient(this.serviceOptions('broker'));
+    try {
+      const listing = await client.list(selector);
+      if (listing.journals.length === 0) {
+        throw new GazctlError(`no journals match selector ${JSON.stringify(formatLabelSelector(selector))}`);
+      }
+      const initial = encodeJournalTree(journalTreeFromListing(listing.journals));
+      await editLoop({
+        kind: 'journals',
+        initial,
+        apply: async (text) => {
+          const changes = journalChangesFromYaml(text, 'edited specs');
+          const { revision, batches } = await applyInBatches(changes, maxTxnSize, async (b) => (await client.apply(b)).header?.etcd?.revision ?? 0n);
+          this.log_.info('successfully applied', { revision });
+          process.stderr.write(`applied ${changes.length} journal change${changes.length === 1 ? '' : 's'} in ${batches} transaction${batches === 1 ? '' : 's'} (etcd revision ${revision})\n`);
+        },
+      });
+    } finally {
+      client.close();
+    }
+  }
+}

@@ -1,0 +1,175 @@
+import { Flags } from '@oclif/core';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { GazctlCommand, journalsBaseFlags, UsageError } from '../../cli/base.js';
+import { selectorFlag, selectorFrom } from '../../cli/flags.js';
+import { openJournalClient } from '../../cli/clients.js';
+import { Mutex, Output } from '../../cli/output.js';
+import { GazctlError } from '../../lib/protocol/errors.js';
+import { JournalSpec_Suspend_Level } from '../../lib/protocol/gen/broker/protocol.js';
+
+export default class JournalsRead extends GazctlCommand {
+  static override summary = 'Read the content of journals.';
+  static override description = `Reads every journal matching the selector and writes its bytes to stdout or --output. Content from several journals is interleaved a fragment at a time, so whole appends are never split.
+
+Without --block, each journal is read up to its current write head and the command exits. With --block it keeps waiting for new content until interrupted (Ctrl-C), picking up journals that start matching later.
+
+Offsets: --offsets loads a JSON object {"journal": offset} of where to start; --offsets-out writes the offsets reached on exit, so a cron job can resume exactly where it stopped. --tail starts journals without a recorded offset at their write head: "--tail --offsets-out f" without --block records the current heads.`;
+  static override examples = [
+    { description: 'Dump a journal', command: '<%= config.bin %> journals read -l name=acme/events > events.ndjson' },
+    { description: 'Follow new appends', command: '<%= config.bin %> journals read -l app=billing --block --tail' },
+    { description: 'Incremental export that resumes where it stopped', command: '<%= config.bin %> journals read -l name:prefix=acme/ --offsets state.json --offsets-out state.json -o batch.out' },
+  ];
+  static override group = 'journals' as const;
+  static override baseFlags = journalsBaseFlags;
+  static override flags = {
+    selector: selectorFlag(true),
+    block: Flags.boolean({ char: 'b', description: 'At the write head, wait for new content instead of exiting.' }),
+    tail: Flags.boolean({ description: 'Start journals without an --offsets entry at their write head instead of offset 0.' }),
+    output: Flags.string({ char: 'o', default: '-', description: 'File to write (created or truncated), or - for stdout.' }),
+    offsets: Flags.string({ description: 'JSON file of {"journal": offset} to start from; must exist.' }),
+    'offsets-out': Flags.string({ description: 'Where to write the final offsets on exit (may equal --offsets).' }),
+    'file-root': Flags.string({ description: 'Local directory rooting file:// fragment stores, for direct reads with --broker.cache.size > 0.' }),
+    from: Flags.integer({ description: 'Skip persisted fragments modified before this time (unix seconds).', default: 0, min: 0 }),
+  };
+  static override iniFields = { selector: 'Selector', block: 'Block', tail: 'Tail', output: 'Output', offsets: 'OffsetsPath', 'offsets-out': 'OffsetsOutPath', 'file-root': 'FileRoot', from: 'FromUnix' };
+
+  async run(): Promise<void> {
+    const { flags } = await this.parseResolved<Record<string, any>>();
+    const selector = selectorFrom(flags.selector, true);
+    const svc = this.serviceOptions('broker');
+    if (flags['file-root'] && svc.cacheSize <= 0) {
+      this.log_.warn('--file-root has no effect without --broker.cache.size > 0 (brokers proxy all reads)');
+    }
+
+    const offsets = new Map<string, bigint>();
+    if (flags.offsets) {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(readFileSync(flags.offsets, 'utf8'));
+      } catch (err) {
+        const e = err as NodeJS.ErrnoException;
+        throw new GazctlError(`cannot load --offsets ${flags.offsets}: ${e.code === 'ENOENT' ? 'no such file' : e.message}`);
+      }
+      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+        throw new GazctlError(`--offsets ${flags.offsets}: expected a JSON object of journal names to offsets`);
+      }
+      for (const [k, v] of Object.entries(parsed)) {
+        if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) {
+          throw new GazctlError(`--offsets ${flags.offsets}: offset of ${JSON.stringify(k)} must be a non-negative integer`);
+        }
+        offsets.set(k, BigInt(v));
+      }
+      if (flags['offsets-out'] && flags['offsets-out'] === flags.offsets) {
+        // A crash must leave the path missing rather than stale.
+        renameSync(flags.offsets, flags.offsets + '.previous');
+      }
+    }
+    const out = new Output(flags.output);
+    const client = openJournalClient({ ...svc });
+    const ac = new AbortController();
+    const onSignal = () => ac.abort();
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+
+    const mutex = new Mutex();
+    const running = new Map<string, { ac: AbortController; done: Promise<void> }>();
+    const started = new Set<string>();
+    let fatal: Error | undefined;
+    let allDone!: () => void;
+    const finished = new Promise<void>((r) => (allDone = r));
+    let sawFirst = false;
+
+    const startReader = (journal: string) => {
+      started.add(journal);
+      const start = offsets.get(journal) ?? (flags.tail ? -1n : 0n);
+      const rac = new AbortController();
+      const signal = AbortSignal.any([ac.signal, rac.signal]);
+      this.log_.info('read started', { journal, offset: start });
+      const reader = client.read(
+        { journal, offset: start, block: Boolean(flags.block), begin_mod_time: BigInt(flags.from ?? 0) },
+        { signal, fileRoot: flags['file-root'] },
+      );
+      const done = (async () => {
+        let release: (() => void) | undefined;
+        let fragmentEnd = -1n;
+        try {
+          for await (const chunk of reader) {
+            if (chunk.fragment && release === undefined) {
+              release = await mutex.lock();
+              fragmentEnd = chunk.fragment.end;
+            } else if (release === undefined && chunk.content.length > 0) {
+              release = await mutex.lock();
+              fragmentEnd = chunk.offset + BigInt(chunk.content.length);
+            }
+            if (chunk.content.length > 0) await out.write(chunk.content);
+            offsets.set(journal, reader.offset);
+            if (release && reader.offset >= fragmentEnd) {
+              release();
+              release = undefined;
+            }
+          }
+        } catch (err) {
+          if (!signal.aborted) {
+            fatal ??= new GazctlError(`error reading ${journal}: ${(err as Error).message}`, { cause: err });
+            ac.abort();
+          }
+        } finally {
+          release?.();
+          offsets.set(journal, reader.offset);
+          this.log_.info('read finished', { journal, offset: reader.offset });
+          running.delete(journal);
+          if (running.size === 0 && sawFirst) allDone();
+        }
+      })();
+      running.set(journal, { ac: rac, done });
+    };
+
+    const watching = (async () => {
+      try {
+        for await (const snapshot of client.watch(selector, { signal: ac.signal })) {
+          const names = new Set<string>();
+          for (const j of snapshot.journals) {
+            if (j.spec?.suspend?.level === JournalSpec_Suspend_Level.FULL) continue;
+            names.add(j.spec!.name);
+          }
+          if (!sawFirst && names.size === 0) this.log_.warn('no journals were matched by the selector');
+          for (const [name, r] of running) if (!names.has(name)) r.ac.abort();
+          for (const name of names) {
+            if (!running.has(name) && !started.has(name)) startReader(name);
+          }
+          sawFirst = true;
+          if (running.size === 0) allDone();
+        }
+      } catch (err) {
+        if (!ac.signal.aborted) {
+          fatal ??= new GazctlError(`cannot resolve the selector to journals: ${(err as Error).message}`, { cause: err });
+          ac.abort();
+        }
+      }
+      allDone();
+    })();
+
+    ac.signal.addEventListener('abort', () => allDone());
+    await finished;
+    ac.abort();
+    await Promise.allSettled([...running.values()].map((r) => r.done));
+    await watching;
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    client.close();
+    await out.close();
+    if (fatal) throw fatal;
+    if (flags['offsets-out']) writeOffsets(flags['offsets-out'], offsets);
+  }
+}
+
+function writeOffsets(path: string, offsets: Map<string, bigint>): void {
+  const keys = [...offsets.keys()].sort();
+  const body = '{' + keys.map((k) => `${JSON.stringify(k)}:${offsets.get(k)!.toString()}`).join(',') + '}\n';
+  try {
+    writeFileSync(path + '.temp', body);
+    renameSync(path + '.temp', path);
+  } catch (err) {
+    throw new UsageError(`cannot write --offsets-out ${path}: ${(err as Error).message}`);
+  }
+}

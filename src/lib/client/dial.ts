@@ -1,0 +1,158 @@
+// Connections: one gRPC channel per endpoint (http://, https://, unix://), shared by every stub
+// dialed to it, plus the per-call metadata carrying authorization (gazctl.md §1.7, §1.8).
+import { readFileSync } from 'node:fs';
+import { Channel, ChannelCredentials, connectivityState, credentials, Metadata, type ChannelOptions } from '@grpc/grpc-js';
+import { JournalClient as GenJournalClient } from '../protocol/gen/broker/protocol.js';
+import { ShardClient as GenShardClient } from '../protocol/gen/consumer/protocol.js';
+import { TransportError, ValidationError } from '../protocol/errors.js';
+import { parseEndpoint } from '../protocol/route.js';
+import { makeAuthorizer, type Authorizer, type Claims } from './auth.js';
+import type { EndpointState } from './route-cache.js';
+
+/** How to reach and authenticate to one service (brokers, or consumers). */
+export interface ServiceConfig {
+  /** Service endpoint: http://host:port, https://host:port or unix://host/abs/path. */
+  address: string;
+  /** Client certificate (PEM) for TLS endpoints. */
+  certFile?: string;
+  /** Key of the client certificate (PEM). */
+  certKeyFile?: string;
+  /** CA bundle (PEM) replacing the system roots for TLS endpoints. */
+  trustedCAFile?: string;
+  /** Pre-shared bearer token, sent verbatim. */
+  authToken?: string;
+  /** Shared JWT signing keys (standard base64, whitespace/comma separated); the first signs. */
+  authKeys?: string;
+  /** Zone of this client, preferred when dispatching to route members. */
+  zone?: string;
+  /** Route cache size; 0 (default) disables the cache and direct dispatch. */
+  cacheSize?: number;
+  /** Route cache entry lifetime (default 60 s). */
+  cacheTTLms?: number;
+}
+
+/** 16 MiB, as Go clients allow. */
+export const MAX_RECEIVE_MESSAGE = 16 * 1024 * 1024;
+
+/** Channel options used for every connection. */
+export const CHANNEL_OPTIONS: ChannelOptions = {
+  'grpc.max_receive_message_length': MAX_RECEIVE_MESSAGE,
+  'grpc.max_send_message_length': MAX_RECEIVE_MESSAGE,
+  // Go servers reject pings more often than every 5 minutes by default (GOAWAY too_many_pings).
+  'grpc.keepalive_time_ms': 5 * 60_000,
+  'grpc.keepalive_timeout_ms': 20_000,
+  'grpc.keepalive_permit_without_calls': 0,
+  'grpc.initial_reconnect_backoff_ms': 100,
+  'grpc.max_reconnect_backoff_ms': 5_000,
+  // We retry at the application level; grpc-js' own retries would buffer appended content.
+  'grpc.enable_retries': 0,
+  'grpc-node.flow_control_window': 16 * 1024 * 1024,
+};
+
+/** gRPC target and security of an endpoint URL. */
+export function dialTarget(endpoint: string): { target: string; secure: boolean } {
+  const ep = parseEndpoint(endpoint);
+  return { target: ep.target, secure: ep.secure };
+}
+
+interface Conn {
+  channel: Channel;
+  journal?: GenJournalClient;
+  shard?: GenShardClient;
+}
+
+/**
+ * A pool of channels keyed by endpoint, with the service's TLS settings and authorization.
+ * Every stub it hands out shares the endpoint's channel.
+ */
+export class ConnectionPool {
+  private readonly conns = new Map<string, Conn>();
+  private tls: ChannelCredentials | undefined;
+  readonly authorize: Authorizer;
+  private closed = false;
+
+  constructor(readonly config: ServiceConfig) {
+    this.authorize = makeAuthorizer(config);
+    // Fail early on a malformed service address.
+    dialTarget(config.address);
+  }
+
+  private credentialsFor(secure: boolean): ChannelCredentials {
+    if (!secure) return credentials.createInsecure();
+    if (!this.tls) {
+      const read = (f: string | undefined, what: string) => {
+        if (!f) return null;
+        try {
+          return readFileSync(f);
+        } catch (err) {
+          throw new ValidationError(`reading ${what} ${f}: ${(err as Error).message}`);
+        }
+      };
+      const ca = read(this.config.trustedCAFile, 'trusted CA file');
+      const cert = read(this.config.certFile, 'certificate file');
+      const key = read(this.config.certKeyFile, 'certificate key file');
+      if ((cert === null) !== (key === null)) {
+        throw new ValidationError('a client certificate needs both a certificate file and a key file');
+      }
+      this.tls = credentials.createSsl(ca, key, cert);
+    }
+    return this.tls;
+  }
+
+  private conn(endpoint: string | undefined): Conn {
+    if (this.closed) throw new TransportError('connection pool is closed');
+    const ep = endpoint || this.config.address;
+    let c = this.conns.get(ep);
+    if (!c) {
+      const { target, secure } = dialTarget(ep);
+      c = { channel: new Channel(target, this.credentialsFor(secure), CHANNEL_OPTIONS) };
+      this.conns.set(ep, c);
+    }
+    return c;
+  }
+
+  /** Generated Journal stub for `endpoint` (default: the service address). */
+  journal(endpoint?: string): GenJournalClient {
+    const c = this.conn(endpoint);
+    c.journal ??= new GenJournalClient('unused', credentials.createInsecure(), { channelOverride: c.channel });
+    return c.journal;
+  }
+
+  /** Generated Shard stub for `endpoint` (default: the service address). */
+  shard(endpoint?: string): GenShardClient {
+    const c = this.conn(endpoint);
+    c.shard ??= new GenShardClient('unused', credentials.createInsecure(), { channelOverride: c.channel });
+    return c.shard;
+  }
+
+  /** Connection state of an endpoint ('none' when never dialed). */
+  state(endpoint: string): EndpointState {
+    const c = this.conns.get(endpoint);
+    if (!c) return 'none';
+    switch (c.channel.getConnectivityState(false)) {
+      case connectivityState.READY:
+        return 'ready';
+      case connectivityState.CONNECTING:
+        return 'connecting';
+      case connectivityState.IDLE:
+        return 'idle';
+      default:
+        return 'failed';
+    }
+  }
+
+  /** Call metadata for an RPC with `claims` (authorization when configured). */
+  metadata(claims: Claims): Metadata {
+    const md = new Metadata();
+    const auth = this.authorize(claims);
+    if (auth !== undefined) md.set('authorization', auth);
+    return md;
+  }
+
+  /** Closes every channel. */
+  close(): void {
+    this.closed = true;
+    for (const c of this.conns.values()) c.channel.close();
+    this.conns.clear();
+  }
+}

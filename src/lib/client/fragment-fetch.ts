@@ -1,0 +1,142 @@
+// Direct fragment reads (wire.md §9): fetch a fragment object by its signed URL (or from a local
+// root for file:// stores) and decompress it according to its codec.
+import { createReadStream } from 'node:fs';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { join } from 'node:path';
+import { pipeline, type Readable } from 'node:stream';
+import * as zlib from 'node:zlib';
+import { CompressionCodec } from '../protocol/gen/broker/protocol.js';
+import { GazctlError } from '../protocol/errors.js';
+import { SnappyFramedDecoder } from './snappy.js';
+
+/** A direct fragment read failed (HTTP status, I/O, corrupt or mis-sized content). */
+export class DirectReadError extends GazctlError {}
+
+/**
+ * This client cannot read the fragment directly (codec without a decoder in this Node, URL
+ * scheme without a handler, no file root); the caller should read through a broker instead.
+ */
+export class DirectReadUnsupportedError extends DirectReadError {}
+
+const CHUNK = 256 * 1024;
+
+type ZstdFactory = (opts?: { chunkSize?: number }) => NodeJS.ReadWriteStream;
+
+function zstdFactory(): ZstdFactory | undefined {
+  const f = (zlib as unknown as { createZstdDecompress?: ZstdFactory }).createZstdDecompress;
+  return typeof f === 'function' ? f : undefined;
+}
+
+/** Whether this Node can decode `codec` itself. */
+export function canDecode(codec: CompressionCodec): boolean {
+  switch (codec) {
+    case CompressionCodec.NONE:
+    case CompressionCodec.GZIP:
+    case CompressionCodec.GZIP_OFFLOAD_DECOMPRESSION:
+    case CompressionCodec.SNAPPY:
+      return true;
+    case CompressionCodec.ZSTANDARD:
+      return zstdFactory() !== undefined;
+    default:
+      return false;
+  }
+}
+
+function httpGet(url: URL, acceptEncoding: string, signal?: AbortSignal): Promise<IncomingMessage> {
+  const req = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  return new Promise((resolve, reject) => {
+    const r = req(url, { method: 'GET', headers: { 'accept-encoding': acceptEncoding }, signal }, (res) => {
+      if (res.statusCode !== 200) {
+        res.resume();
+        reject(new DirectReadError(`fetching fragment ${url.origin}${url.pathname}: HTTP ${res.statusCode} ${res.statusMessage ?? ''}`.trim()));
+        return;
+      }
+      resolve(res);
+    });
+    r.on('error', (err) => reject(new DirectReadError(`fetching fragment ${url.origin}${url.pathname}: ${err.message}`, { cause: err })));
+    r.end();
+  });
+}
+
+export interface OpenFragmentOptions {
+  /** Local directory rooting file:// fragment stores. */
+  fileRoot?: string;
+  signal?: AbortSignal;
+  /**
+   * Uncompressed bytes the caller will discard from the front. Only honoured where skipping is
+   * free (uncompressed local files); see `skipped` in the result.
+   */
+  skip?: bigint;
+}
+
+export interface OpenedFragment {
+  /** Decompressed fragment content, starting `skipped` bytes after the fragment's begin. */
+  stream: Readable;
+  skipped: bigint;
+}
+
+/** Opens the decompressed content of a fragment object. */
+export async function openFragment(
+  url: string,
+  codec: CompressionCodec,
+  opts: OpenFragmentOptions = {},
+): Promise<OpenedFragment> {
+  if (!canDecode(codec)) {
+    const name = CompressionCodec[codec] ?? String(codec);
+    throw new DirectReadUnsupportedError(
+      codec === CompressionCodec.ZSTANDARD
+        ? `cannot decompress ZSTANDARD fragments: this Node.js (${process.version}) has no zstd decoder`
+        : `cannot decompress fragments with codec ${name}`,
+    );
+  }
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new DirectReadError(`invalid fragment URL ${JSON.stringify(url)}`);
+  }
+  let raw: Readable;
+  let transportGzip = false;
+  let skipped = 0n;
+  if (u.protocol === 'file:') {
+    if (!opts.fileRoot) throw new DirectReadUnsupportedError(`cannot read ${url}: no file root is configured for file:// stores`);
+    const path = join(opts.fileRoot, decodeURIComponent(u.pathname));
+    const start = codec === CompressionCodec.NONE && opts.skip && opts.skip > 0n ? opts.skip : 0n;
+    raw = createReadStream(path, { start: Number(start), highWaterMark: 1 << 20, signal: opts.signal });
+    skipped = start;
+    if (codec === CompressionCodec.GZIP_OFFLOAD_DECOMPRESSION) transportGzip = true; // stored as gzip
+  } else if (u.protocol === 'http:' || u.protocol === 'https:') {
+    // GZIP objects must arrive as stored; offloaded ones are decompressed by the store.
+    const accept = codec === CompressionCodec.GZIP_OFFLOAD_DECOMPRESSION ? 'identity' : codec === CompressionCodec.GZIP ? 'gzip' : 'identity';
+    const res = await httpGet(u, accept, opts.signal);
+    const enc = String(res.headers['content-encoding'] ?? '').toLowerCase();
+    transportGzip = enc === 'gzip' && codec !== CompressionCodec.GZIP;
+    raw = res;
+  } else {
+    throw new DirectReadUnsupportedError(`cannot read fragment URL scheme ${u.protocol}`);
+  }
+
+  const stages: NodeJS.ReadWriteStream[] = [];
+  if (transportGzip) stages.push(zlib.createGunzip({ chunkSize: CHUNK }));
+  switch (codec) {
+    case CompressionCodec.GZIP:
+      stages.push(zlib.createGunzip({ chunkSize: CHUNK }));
+      break;
+    case CompressionCodec.SNAPPY:
+      stages.push(new SnappyFramedDecoder());
+      break;
+    case CompressionCodec.ZSTANDARD:
+      stages.push(zstdFactory()!({ chunkSize: CHUNK }));
+      break;
+    default:
+      break; // NONE, GZIP_OFFLOAD_DECOMPRESSION (handled by transportGzip)
+  }
+  if (stages.length === 0) return { stream: raw, skipped };
+  const last = stages[stages.length - 1] as unknown as Readable;
+  // pipeline() destroys every stage on error, so the error surfaces on the last one.
+  (pipeline as unknown as (...args: unknown[]) => void)(raw, ...stages, (err: Error | null) => {
+    if (err && !last.destroyed) last.destroy(err);
+  });
+  return { stream: last, skipped };
+}

@@ -1,0 +1,27 @@
+// Public API of the client library.
+export { JournalClient, type JournalClientOptions, type ListFragmentsOptions } from './journal-client.js';
+export { ShardClient, type ShardClientOptions, UNASSIGN_TIMEOUT_MS } from './shard-client.js';
+export { Reader, type ReadChunk, type ReaderOptions, type RetryInfo, type ReadTransport } from './reader.js';
+export { Appender, appendOnce, isRetryableAppendError, MAX_APPEND_MESSAGE, type AppendOptions, type AppendTransport } from './appender.js';
+export { ConnectionPool, dialTarget, CHANNEL_OPTIONS, MAX_RECEIVE_MESSAGE, type ServiceConfig } from './dial.js';
+export { Capability, claimsFor, makeAuthorizer, parseAuthKeys, selectorClaimJson, signJwt, type Authorizer, type Claims } from './auth.js';
+export {
+  backoff,
+  backoffBase,
+  withJitter,
+  sleep,
+  retry,
+  grpcCode,
+  isUnavailable,
+  isTransient,
+  isTransientBrokerStatus,
+  isTransientConsumerStatus,
+  isTransientStreamCode,
+  isAbortError,
+  abortError,
+  type RetryOptions,
+} from './retry.js';
+export { RouteCache, pickEndpoint, type DispatchOptions, type EndpointState } from './route-cache.js';
+export { openFragment, canDecode, DirectReadError, DirectReadUnsupportedError, type OpenFragmentOptions, type OpenedFragment } from './fragment-fetch.js';
+export { decodeSnappyBlock, SnappyFramedDecoder, SnappyError, crc32c, maskedCrc32c } from './snappy.js';
+export { retryCall, transportError, describeGrpcError, type CallOptions, type RetryHook } from './rpc.js';

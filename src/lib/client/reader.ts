@@ -1,0 +1,318 @@
+// A retrying journal reader (gazctl.md §3.4): an async iterable of content chunks that tracks
+// the next offset to read, adopts the broker's offset jumps, reopens the Read stream at that
+// offset after transient failures (so no byte is missed or repeated), and reads persisted
+// fragments directly from their stores when the broker hands back a fragment URL.
+import type { ClientReadableStream } from '@grpc/grpc-js';
+import { Status, type Fragment, type ReadRequest, type ReadResponse, type Route } from '../protocol/gen/broker/protocol.js';
+import { BrokerStatusError, GazctlError, TransportError } from '../protocol/errors.js';
+import { DirectReadError, DirectReadUnsupportedError, openFragment } from './fragment-fetch.js';
+import { backoff, grpcCode, isTransientBrokerStatus, isTransientStreamCode, sleep } from './retry.js';
+import { describeGrpcError } from './rpc.js';
+
+/** One step of a read. Metadata steps carry `fragment`/`writeHead` and empty `content`. */
+export interface ReadChunk {
+  /** Journal offset of `content[0]` (for a metadata step: the offset reading continues at). */
+  offset: bigint;
+  content: Uint8Array;
+  /** The fragment now being read (metadata steps only). */
+  fragment?: Fragment;
+  /** The journal's write head as of this fragment (metadata steps only). */
+  writeHead?: bigint;
+}
+
+/** What a Reader needs from its client. */
+export interface ReadTransport {
+  /** Starts a Read RPC; `direct` tells whether it went to a route member rather than the service address. */
+  openRead(req: ReadRequest): { call: ClientReadableStream<ReadResponse>; direct: boolean };
+  noteRoute(journal: string, route: Route | undefined): void;
+  forgetRoute(journal: string): void;
+  readonly fileRoot?: string;
+}
+
+export interface RetryInfo {
+  journal: string;
+  attempt: number;
+  delayMs: number;
+  error: unknown;
+}
+
+export interface ReaderOptions {
+  /** Cancels the read; iteration then ends cleanly with `offset` at the next unread byte. */
+  signal?: AbortSignal;
+  /** Local directory rooting file:// fragment stores (overrides the client's). */
+  fileRoot?: string;
+  /** Fetch fragment URLs handed back by brokers (default true). */
+  directReads?: boolean;
+  /** Called before each retry sleep, e.g. to log a warning. */
+  onRetry?: (info: RetryInfo) => void;
+  /** Attempts during which JOURNAL_NOT_FOUND is retried (default 5). */
+  notFoundAttempts?: number;
+  /** Overrides the backoff schedule (tests). */
+  delay?: (attempt: number) => number;
+}
+
+const EMPTY = new Uint8Array(0);
+const MAX_DIRECT_FAILURES = 3;
+
+class ReadProtocolError extends GazctlError {}
+
+/**
+ * Reads a journal from `offset` onward. Iterate it once:
+ *
+ *   for await (const chunk of client.read({ journal, offset: 0n })) out.write(chunk.content);
+ *
+ * Iteration ends at `end_offset`, at the write head of a non-blocking read
+ * (OFFSET_NOT_YET_AVAILABLE), after the metadata of a metadata-only read, or on abort. It throws
+ * BrokerStatusError for SUSPENDED and other terminal statuses, and TransportError for
+ * non-transient transport failures.
+ */
+export class Reader implements AsyncIterable<ReadChunk> {
+  /** Journal name as requested (may carry a `;meta` suffix). */
+  readonly journal: string;
+  /** Next offset to read; -1 until a write-head read resolves. */
+  offset: bigint;
+  /** Last known write head of the journal. */
+  writeHead = 0n;
+  /** Fragment most recently announced by the broker. */
+  fragment: Fragment | undefined;
+  /** Number of offset jumps adopted so far (skipped, deleted or unresolved ranges). */
+  jumps = 0;
+  /** Retries made so far. */
+  retries = 0;
+  private readonly req: ReadRequest;
+  private readonly routeKey: string;
+  private started = false;
+  /** Read through brokers (without do_not_proxy) while offset < proxyUntil. */
+  private proxyUntil = -2n;
+  private directFailures = 0;
+
+  constructor(
+    private readonly transport: ReadTransport,
+    req: ReadRequest,
+    private readonly opts: ReaderOptions = {},
+  ) {
+    this.req = { ...req, header: undefined };
+    this.journal = req.journal;
+    this.routeKey = req.journal.split(';')[0]!;
+    this.offset = req.offset;
+  }
+
+  get block(): boolean {
+    return this.req.block;
+  }
+
+  get endOffset(): bigint {
+    return this.req.end_offset;
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<ReadChunk> {
+    if (this.started) throw new GazctlError('a Reader can be iterated only once');
+    this.started = true;
+    return this.run();
+  }
+
+  /** Reads to the end (see the class comment) and returns the content in one buffer. */
+  async readAll(): Promise<Buffer> {
+    const parts: Uint8Array[] = [];
+    for await (const c of this) if (c.content.length) parts.push(c.content);
+    return Buffer.concat(parts);
+  }
+
+  private reachedEnd(): boolean {
+    return this.req.end_offset > 0n && this.offset >= this.req.end_offset;
+  }
+
+  private adopt(offset: bigint): void {
+    if (offset !== this.offset) {
+      if (this.offset >= 0n) this.jumps++;
+      this.offset = offset;
+    }
+  }
+
+  private async *run(): AsyncGenerator<ReadChunk, void, undefined> {
+    const signal = this.opts.signal;
+    const notFoundAttempts = this.opts.notFoundAttempts ?? 5;
+    const delayFor = this.opts.delay ?? backoff;
+    let attempt = 0;
+    for (;;) {
+      if (signal?.aborted || this.reachedEnd()) return;
+      const doNotProxy = this.req.do_not_proxy && !(this.offset >= 0n && this.offset < this.proxyUntil);
+      const req: ReadRequest = { ...this.req, offset: this.offset, do_not_proxy: doNotProxy };
+      const { call, direct } = this.transport.openRead(req);
+      const onAbort = () => call.cancel();
+      signal?.addEventListener('abort', onAbort, { once: true });
+
+      let progressed = false;
+      let failure: unknown;
+      let statusMsg: ReadResponse | undefined;
+      let lastMeta: { fragment: Fragment; url: string } | undefined;
+      let first = true;
+      try {
+        for await (const msg of call as AsyncIterable<ReadResponse>) {
+          if (first) {
+            first = false;
+            if (msg.header?.route) this.transport.noteRoute(this.routeKey, msg.header.route);
+          }
+          if (msg.status !== Status.OK) {
+            statusMsg = msg;
+            break;
+          }
+          const content = msg.content;
+          if (content.length === 0) {
+            // Metadata: adopt the resolved offset (jumps over deleted or unavailable ranges).
+            if (msg.offset > this.offset || this.offset < 0n) this.adopt(msg.offset);
+            else if (msg.offset < this.offset) throw new ReadProtocolError(`broker answered offset ${msg.offset} to a read at ${this.offset}`);
+            this.writeHead = msg.write_head;
+            this.fragment = msg.fragment;
+            lastMeta = msg.fragment ? { fragment: msg.fragment, url: msg.fragment_url } : undefined;
+            progressed = true;
+            if (this.reachedEnd()) return;
+            yield { offset: this.offset, content: EMPTY, fragment: msg.fragment, writeHead: msg.write_head };
+            continue;
+          }
+          if (msg.offset !== this.offset) {
+            if (msg.offset > this.offset) this.adopt(msg.offset);
+            else throw new ReadProtocolError(`broker sent content at ${msg.offset}, expected ${this.offset}`);
+          }
+          lastMeta = undefined;
+          progressed = true;
+          const chunk: ReadChunk = { offset: this.offset, content };
+          this.offset += BigInt(content.length);
+          yield chunk;
+        }
+      } catch (err) {
+        failure = err;
+      } finally {
+        signal?.removeEventListener('abort', onAbort);
+      }
+      if (signal?.aborted) return;
+      if (progressed) attempt = 0;
+
+      if (statusMsg) {
+        const s = statusMsg.status;
+        if (statusMsg.write_head > 0n) this.writeHead = statusMsg.write_head;
+        if (s === Status.OFFSET_NOT_YET_AVAILABLE) {
+          if (statusMsg.offset > this.offset) this.adopt(statusMsg.offset);
+          else if (this.offset < 0n && this.writeHead > 0n) this.adopt(this.writeHead);
+          if (!this.req.block) return;
+          failure = new BrokerStatusError(s, `reading ${this.journal}`);
+        } else if (s === Status.JOURNAL_NOT_FOUND && attempt + 1 < notFoundAttempts) {
+          failure = new BrokerStatusError(s, `reading ${this.journal}`);
+        } else if (isTransientBrokerStatus(s)) {
+          if (!statusMsg.header?.route?.members.length) this.transport.forgetRoute(this.routeKey);
+          failure = new BrokerStatusError(s, `reading ${this.journal}`);
+        } else {
+          throw new BrokerStatusError(s, `reading ${this.journal}`);
+        }
+      } else if (failure !== undefined) {
+        const code = grpcCode(failure);
+        if (code !== undefined) {
+          if (!isTransientStreamCode(code)) {
+            throw new TransportError(`reading ${this.journal}: ${describeGrpcError(failure)}`, code, { cause: failure });
+          }
+          if (direct) this.transport.forgetRoute(this.routeKey);
+        } else if (!(failure instanceof ReadProtocolError)) {
+          throw failure;
+        }
+      } else {
+        // The broker closed the stream cleanly.
+        if (this.req.metadata_only || this.reachedEnd()) return;
+        if (lastMeta && doNotProxy) {
+          const { fragment, url } = lastMeta;
+          if (url && this.opts.directReads !== false) {
+            try {
+              yield* this.readDirect(fragment, url);
+              this.directFailures = 0;
+              attempt = 0;
+              continue;
+            } catch (err) {
+              if (signal?.aborted) return;
+              if (err instanceof DirectReadUnsupportedError) {
+                this.proxyUntil = fragment.end;
+                this.note(err, attempt, 0);
+                continue;
+              }
+              if (!(err instanceof DirectReadError)) throw err;
+              if (++this.directFailures >= MAX_DIRECT_FAILURES) {
+                this.proxyUntil = fragment.end;
+                this.directFailures = 0;
+              }
+              failure = err;
+            }
+          } else {
+            // No URL to fetch (or direct reads are off): let a broker stream this fragment.
+            this.proxyUntil = fragment.end;
+            continue;
+          }
+        } else if (progressed) {
+          continue; // reopen at once
+        } else {
+          failure = new ReadProtocolError('read stream closed without data');
+        }
+      }
+
+      const ms = delayFor(attempt);
+      this.note(failure, attempt, ms);
+      attempt++;
+      try {
+        await sleep(ms, signal);
+      } catch {
+        return; // aborted
+      }
+    }
+  }
+
+  private note(error: unknown, attempt: number, delayMs: number): void {
+    this.retries++;
+    this.opts.onRetry?.({ journal: this.journal, attempt, delayMs, error });
+  }
+
+  /** Streams [offset, fragment.end) of a fragment fetched from its store. */
+  private async *readDirect(fragment: Fragment, url: string): AsyncGenerator<ReadChunk, void, undefined> {
+    const end = fragment.end;
+    if (this.offset < fragment.begin || this.offset >= end) {
+      throw new DirectReadError(`offset ${this.offset} is outside fragment [${fragment.begin}, ${end})`);
+    }
+    const stopAt = this.req.end_offset > 0n && this.req.end_offset < end ? this.req.end_offset : end;
+    const { stream, skipped } = await openFragment(url, fragment.compression_codec, {
+      fileRoot: this.opts.fileRoot ?? this.transport.fileRoot,
+      signal: this.opts.signal,
+      skip: this.offset - fragment.begin,
+    });
+    let pos = fragment.begin + skipped;
+    let toSkip = Number(this.offset - pos);
+    try {
+      for await (const piece of stream as AsyncIterable<Buffer>) {
+        let b = piece;
+        if (toSkip > 0) {
+          if (b.length <= toSkip) {
+            toSkip -= b.length;
+            pos += BigInt(b.length);
+            continue;
+          }
+          b = b.subarray(toSkip);
+          pos += BigInt(toSkip);
+          toSkip = 0;
+        }
+        const next = pos + BigInt(b.length);
+        if (next > end) throw new DirectReadError(`fragment ${url} holds more than its ${end - fragment.begin} bytes`);
+        if (next > stopAt) b = b.subarray(0, Number(stopAt - pos));
+        if (b.length > 0) {
+          const chunk: ReadChunk = { offset: this.offset, content: b };
+          pos += BigInt(b.length);
+          this.offset = pos;
+          yield chunk;
+        }
+        if (stopAt < end && pos >= stopAt) return;
+      }
+    } catch (err) {
+      if (err instanceof DirectReadError) throw err;
+      throw new DirectReadError(`reading fragment ${url}: ${(err as Error).message}`, { cause: err });
+    } finally {
+      stream.destroy();
+    }
+    if (pos !== end) {
+      throw new DirectReadError(`unexpected EOF reading fragment ${url}: ended at ${pos}, expected ${end}`);
+    }
+  }
+}
