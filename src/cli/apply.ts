@@ -7,11 +7,19 @@ import { batchChanges, ETCD_DEFAULT_MAX_TXN_OPS } from '../lib/spec/batch.js';
 export interface PlannedChange {
   /** Journal name or shard ID. */
   name: string;
-  kind: 'upsert' | 'delete';
+  kind: 'upsert' | 'delete' | 'unchanged';
   expectModRevision: bigint;
+  /** Why the broker will refuse this change (revision mismatch), when known in advance. */
+  conflict?: string;
 }
 
 export function describeChange(c: PlannedChange): string {
+  const line = describeKind(c);
+  return c.conflict ? `${line}  CONFLICT: ${c.name} ${c.conflict}` : line;
+}
+
+function describeKind(c: PlannedChange): string {
+  if (c.kind === 'unchanged') return `unchanged  ${c.name}`;
   if (c.kind === 'delete') {
     return `delete  ${c.name}  (${c.expectModRevision === -1n ? 'any revision' : `at revision ${c.expectModRevision}`})`;
   }
@@ -20,10 +28,15 @@ export function describeChange(c: PlannedChange): string {
   return `update  ${c.name}  (at revision ${c.expectModRevision})`;
 }
 
-export function renderPlan(changes: PlannedChange[], maxTxnSize: number, noun: string): string {
-  const batches = batchChanges(changes, maxTxnSize).length;
-  const lines = changes.map(describeChange);
-  lines.push(`${changes.length} ${noun} change${changes.length === 1 ? '' : 's'} in ${batches} transaction${batches === 1 ? '' : 's'}; nothing applied (--dry-run).`);
+export function renderPlan(plan: PlannedChange[], maxTxnSize: number, noun: string): string {
+  const send = plan.filter((c) => c.kind !== 'unchanged');
+  const batches = send.length ? batchChanges(send, maxTxnSize).length : 0;
+  const conflicts = plan.filter((c) => c.conflict).length;
+  const lines = plan.map(describeChange);
+  let summary = `${send.length} ${noun} change${send.length === 1 ? '' : 's'} in ${batches} transaction${batches === 1 ? '' : 's'}`;
+  if (plan.length > send.length) summary += `, ${plan.length - send.length} unchanged`;
+  if (conflicts) summary += `; ${conflicts} conflict${conflicts === 1 ? '' : 's'}: the apply would be refused`;
+  lines.push(`${summary}; nothing applied (--dry-run).`);
   return lines.join('\n') + '\n';
 }
 

@@ -3,8 +3,8 @@ import { GazctlCommand, journalsBaseFlags } from '../../cli/base.js';
 import { dryRunFlag, maxTxnSizeFlag } from '../../cli/flags.js';
 import { openJournalClient } from '../../cli/clients.js';
 import { readInput } from '../../cli/input.js';
-import { applyInBatches, renderPlan } from '../../cli/apply.js';
-import { journalChangesFromYaml, planOfJournalChanges } from '../../cli/journal-specs.js';
+import { renderPlan } from '../../cli/apply.js';
+import { applyJournalChanges, classifyJournalChanges, journalChangesFromYaml } from '../../cli/journal-specs.js';
 
 export default class JournalsApply extends GazctlCommand {
   static override summary = 'Apply a YAML hierarchy of journal specs.';
@@ -32,22 +32,23 @@ etcd limits a transaction to 128 operations by default. For larger hierarchies p
     const maxTxnSize = Number(flags['max-txn-size'] ?? 0);
     const text = await readInput(flags.specs);
     const changes = journalChangesFromYaml(text, flags.specs === '-' ? 'stdin' : flags.specs);
-    if (flags['dry-run']) {
-      process.stdout.write(renderPlan(planOfJournalChanges(changes), maxTxnSize, 'journal'));
-      return;
-    }
     const client = openJournalClient(this.serviceOptions('broker'));
     try {
+      if (flags['dry-run']) {
+        const { plan } = await classifyJournalChanges(changes, (sel) => client.list(sel));
+        process.stdout.write(renderPlan(plan, maxTxnSize, 'journal'));
+        return;
+      }
       const tty = process.stderr.isTTY;
-      const { revision, batches } = await applyInBatches(
+      const { summary, revision } = await applyJournalChanges(
+        client,
         changes,
         maxTxnSize,
-        async (batch) => (await client.apply(batch)).header?.etcd?.revision ?? 0n,
         tty ? (done, total) => process.stderr.write(`\rapplied ${done}/${total} changes`) : undefined,
       );
       if (tty) process.stderr.write('\n');
       this.log_.info('successfully applied', { revision });
-      process.stderr.write(`applied ${changes.length} journal change${changes.length === 1 ? '' : 's'} in ${batches} transaction${batches === 1 ? '' : 's'} (etcd revision ${revision})\n`);
+      process.stderr.write(summary + '\n');
     } finally {
       client.close();
     }

@@ -1,9 +1,8 @@
 import { GazctlCommand, journalsBaseFlags } from '../../cli/base.js';
 import { maxTxnSizeFlag, selectorFlag, selectorFrom } from '../../cli/flags.js';
 import { openJournalClient } from '../../cli/clients.js';
-import { applyInBatches } from '../../cli/apply.js';
 import { editLoop } from '../../cli/editor.js';
-import { journalChangesFromYaml } from '../../cli/journal-specs.js';
+import { applyJournalChanges, journalChangesFromYaml } from '../../cli/journal-specs.js';
 import { encodeJournalTree, journalTreeFromListing } from '../../lib/spec/journalspace.js';
 import { GazctlError } from '../../lib/protocol/errors.js';
 import { formatLabelSelector } from '../../lib/protocol/selector.js';
@@ -41,9 +40,9 @@ Revisions in the YAML make the apply fail, rather than overwrite, when someone e
         initial,
         apply: async (text) => {
           const changes = journalChangesFromYaml(text, 'edited specs');
-          const { revision, batches } = await applyInBatches(changes, maxTxnSize, async (b) => (await client.apply(b)).header?.etcd?.revision ?? 0n);
+          const { summary, revision } = await applyJournalChanges(client, changes, maxTxnSize);
           this.log_.info('successfully applied', { revision });
-          process.stderr.write(`applied ${changes.length} journal change${changes.length === 1 ? '' : 's'} in ${batches} transaction${batches === 1 ? '' : 's'} (etcd revision ${revision})\n`);
+          process.stderr.write(summary + '\n');
         },
       });
     } finally {
