@@ -7,4 +7,4 @@ export * from './process.js';
 export * from './etcd.js';
 export * from './cluster.js';
 export * from './gazctl-go.js';
-// export * from './stubs.js'; // loopback stub servers: added by the lead once stubs.ts lands
+export * from './stubs.js';

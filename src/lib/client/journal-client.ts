@@ -158,6 +158,7 @@ export class JournalClient implements ReadTransport, AppendTransport {
       }
     } finally {
       signal?.removeEventListener('abort', onAbort);
+      call.cancel();
     }
     if (!out) throw new GazctlError('listing journals: the broker closed the stream without a response');
     return out;
@@ -205,6 +206,7 @@ export class JournalClient implements ReadTransport, AppendTransport {
         failure = err;
       } finally {
         signal?.removeEventListener('abort', onAbort);
+        call.cancel();
       }
       if (signal?.aborted) return;
       if (failure !== undefined) {

@@ -184,6 +184,9 @@ export class Reader implements AsyncIterable<ReadChunk> {
         failure = err;
       } finally {
         signal?.removeEventListener('abort', onAbort);
+        // grpc-js does not cancel a call when its stream is destroyed (e.g. the consumer stopped
+        // iterating); cancelling a finished call is a no-op.
+        call.cancel();
       }
       if (signal?.aborted) return;
       if (progressed) attempt = 0;

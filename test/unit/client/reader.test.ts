@@ -447,3 +447,26 @@ test('a fragment this client cannot decode is read through the broker instead', 
     await stub.stop();
   }
 });
+
+test('stopping iteration early cancels the Read RPC', async () => {
+  let cancelled!: () => void;
+  const wasCancelled = new Promise<void>((r) => (cancelled = r));
+  const stub = await startJournalStub({
+    read: (call) => {
+      call.on('cancelled', () => cancelled());
+      call.write(metaResponse(0n, fragment('a/j', 0n, 10n), 10n, { first: true }));
+      call.write(contentResponse(0n, Buffer.alloc(10, 1)));
+      // Blocks at the head.
+    },
+  });
+  const client = new JournalClient({ address: stub.address });
+  try {
+    const reader = client.read({ journal: 'a/j', block: true });
+    for await (const c of reader) if (c.content.length) break;
+    await Promise.race([wasCancelled, new Promise((_, rej) => setTimeout(() => rej(new Error('RPC was not cancelled')), 2000))]);
+    assert.equal(reader.offset, 10n);
+  } finally {
+    client.close();
+    await stub.stop();
+  }
+});

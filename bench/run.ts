@@ -1,0 +1,428 @@
+// Benchmarks: our gazctl against the reference Go gazctl, side by side on the same real cluster.
+//
+//   npm run bench                      # setup + build, then this program (full size: 1 GiB)
+//   BENCH_SIZE_MB=64 node dist/bench/run.js   # quick run on a built tree
+//
+// What it measures (each tool runs as a fresh process, exactly as an operator would run it):
+//   read    `journals read -l name=<j>` of a BENCH_SIZE_MB journal, stdout to /dev/null
+//   append  `journals append -l name=<j> --framing lines -i <file>` of BENCH_SIZE_MB of ~100-byte
+//           lines, each tool and run into its own fresh journal; every appended journal is then
+//           read back (Go gazctl) and its byte count and sha256 compared with the input file
+//   cold    `journals list --help`: ours (`node bin/run.js`), Go gazctl, and `node -e 0` (floor)
+//
+// The cluster is one etcd and one broker from src/testing (the reference Go broker unless
+// GAZCTL_TEST_BROKER says otherwise), journals with replication 1, codec NONE, 64 MiB fragments
+// and a file:// store, so the figures measure the clients rather than replication.
+//
+// Environment:
+//   BENCH_SIZE_MB     data size in MiB (default 1024; a positive integer)
+//   BENCH_RUNS        timed runs per tool for read and append (default 2, at least 1)
+//   BENCH_COLD_RUNS   timed runs per command for cold start (default 15)
+//   BENCH_ONLY        comma list of read, append, cold (default all)
+//   BENCH_LINE_BYTES  average input line length (default 100)
+// MB/s figures are 10^6 bytes per second; sizes are MiB. Runs alternate which tool goes first.
+// Exit code: 0 when every measurement ran and verified, 1 otherwise (figures are still printed).
+
+import { spawnSync } from 'node:child_process';
+import { cpus, tmpdir } from 'node:os';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { performance } from 'node:perf_hooks';
+
+import {
+  peerBinary,
+  registerExitCleanup,
+  runGoGazctl,
+  scrubEnv,
+  startCluster,
+  waitForJournalsAssigned,
+  type Cluster,
+} from '../src/testing/index.js';
+import {
+  fmt,
+  haveGnuTime,
+  median,
+  percentile,
+  procCpuSeconds,
+  runTimed,
+  table,
+  timeSpawn,
+  writeLinesFile,
+  type RunResult,
+} from './util.js';
+
+// ---- configuration -------------------------------------------------------------------------------
+
+function intEnv(name: string, dflt: number, min: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return dflt;
+  const v = Number(raw);
+  if (!Number.isInteger(v) || v < min) {
+    console.error(`${name}=${raw}: expected an integer >= ${min}`);
+    process.exit(2);
+  }
+  return v;
+}
+
+const SIZE_MB = intEnv('BENCH_SIZE_MB', 1024, 1);
+const SIZE = SIZE_MB * 1024 * 1024;
+const RUNS = intEnv('BENCH_RUNS', 2, 1);
+const COLD_RUNS = intEnv('BENCH_COLD_RUNS', 15, 1);
+const LINE_BYTES = intEnv('BENCH_LINE_BYTES', 100, 24);
+const ONLY = new Set((process.env.BENCH_ONLY || 'read,append,cold').split(',').map((s) => s.trim()).filter(Boolean));
+for (const o of ONLY) {
+  if (!['read', 'append', 'cold'].includes(o)) {
+    console.error(`BENCH_ONLY: unknown benchmark ${o} (known: read, append, cold)`);
+    process.exit(2);
+  }
+}
+
+const REPO = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
+const OUR_BIN = join(REPO, 'bin', 'run.js');
+const GO_BIN = peerBinary('gazctl');
+/** Per throughput run: generous, so a slow client still finishes (and is reported as slow). */
+const RUN_TIMEOUT_MS = 120_000 + SIZE_MB * 300;
+
+type Tool = 'ours' | 'go';
+const TOOLS: Tool[] = ['ours', 'go'];
+const LABEL: Record<Tool, string> = { ours: 'ours (TS)', go: 'Go gazctl' };
+
+function command(tool: Tool, args: string[]): [string, string[]] {
+  return tool === 'ours' ? [process.execPath, [OUR_BIN, ...args]] : [GO_BIN, args];
+}
+
+/** Which tool goes first in run `r`: alternate, so neither always gets the warmer cache. */
+function order(r: number): Tool[] {
+  return r % 2 === 0 ? ['ours', 'go'] : ['go', 'ours'];
+}
+
+const failures: string[] = [];
+function fail(msg: string): void {
+  failures.push(msg);
+  console.log(`  !! ${msg}`);
+}
+
+function describeFailure(what: string, r: RunResult): string {
+  const why = r.timedOut ? 'timed out' : r.signal ? `killed by ${r.signal}` : `exit ${r.code}`;
+  const err = r.stderr.trim().split('\n').slice(-5).join('\n     ');
+  return `${what}: ${why}${err ? `\n     ${err}` : ''}`;
+}
+
+/** The broker's recent warnings and errors about `journal`, to explain a failed run. */
+function brokerLogExcerpt(cluster: Cluster, journal: string): string {
+  const log = cluster.brokers[0]?.logFile;
+  if (!log) return '';
+  try {
+    const lines = readFileSync(log, 'utf8')
+      .split('\n')
+      .filter((l) => l.includes(journal) && /level=(warn|error)/.test(l))
+      .slice(-5);
+    return lines.length ? `\n     broker log:\n       ${lines.join('\n       ')}` : '';
+  } catch {
+    return '';
+  }
+}
+
+const mbps = (bytes: number, ms: number) => bytes / 1e6 / (ms / 1000);
+
+// ---- results -----------------------------------------------------------------------------------------
+
+interface ThroughputRun {
+  mbps: number;
+  wallMs: number;
+  cpuS?: number;
+  maxRssMiB?: number;
+  brokerCpuS?: number;
+}
+const results: Record<'read' | 'append', Record<Tool, ThroughputRun[]>> = {
+  read: { ours: [], go: [] },
+  append: { ours: [], go: [] },
+};
+const cold: Record<'ours' | 'go' | 'floor', number[]> = { ours: [], go: [], floor: [] };
+
+// ---- cold start ------------------------------------------------------------------------------------
+
+async function benchColdStart(env: NodeJS.ProcessEnv, cwd: string): Promise<void> {
+  console.log(`\n== cold start: journals list --help (${COLD_RUNS} runs each, interleaved, after 2 warm-ups)`);
+  const cmds: Record<'ours' | 'go' | 'floor', [string, string[]]> = {
+    ours: command('ours', ['journals', 'list', '--help']),
+    go: command('go', ['journals', 'list', '--help']),
+    floor: [process.execPath, ['-e', '0']],
+  };
+  // Check once that each really prints the help (Go gazctl exits 1 after --help, like go-flags).
+  for (const k of ['ours', 'go'] as const) {
+    const r = spawnSync(cmds[k][0], cmds[k][1], { env, cwd, encoding: 'utf8', timeout: 30_000 });
+    if (!/selector/i.test(`${r.stdout}${r.stderr}`)) fail(`cold start: ${LABEL[k]} printed no help (exit ${r.status}): ${r.stderr.trim().slice(0, 300)}`);
+  }
+  const keys = ['floor', 'ours', 'go'] as const;
+  for (let i = -2; i < COLD_RUNS; i++) {
+    const rot = [...keys.slice(((i % 3) + 3) % 3), ...keys.slice(0, ((i % 3) + 3) % 3)];
+    for (const k of rot) {
+      const { ms } = await timeSpawn(cmds[k][0], cmds[k][1], env, cwd);
+      if (i >= 0) cold[k].push(ms);
+    }
+  }
+  for (const k of keys) {
+    console.log(`  ${k.padEnd(5)}  median ${fmt(median(cold[k]), 0)} ms  p90 ${fmt(percentile(cold[k], 90), 0)} ms  min ${fmt(Math.min(...cold[k]), 0)} ms`);
+  }
+}
+
+// ---- cluster set-up ----------------------------------------------------------------------------------
+
+function specsYaml(names: string[]): string {
+  return `name: bench/
+replication: 1
+labels:
+- name: app
+  value: gazctl-bench
+fragment:
+  length: 67108864
+  compression_codec: NONE
+  stores:
+  - file:///
+  refresh_interval: 5m
+children:
+${[...names].sort().map((n) => `- name: ${n}`).join('\n')}
+`;
+}
+
+async function applyJournals(cluster: Cluster, names: string[]): Promise<void> {
+  const r = await runGoGazctl(['journals', 'apply'], { brokerAddress: cluster.brokerAddress, input: specsYaml(names), timeoutMs: 30_000 });
+  if (r.code !== 0) throw new Error(`journals apply failed (exit ${r.code}):\n${r.stderr}`);
+  await waitForJournalsAssigned(cluster, names, 30_000);
+}
+
+/** Reads `journal` with Go gazctl and checks its size and sha256 against the input file. */
+async function verifyJournal(journal: string, env: NodeJS.ProcessEnv, cwd: string, input: { sha256: string }, who: Tool = 'go'): Promise<boolean> {
+  const [cmd, args] = command(who, ['journals', 'read', '-l', `name=${journal}`]);
+  const r = await runTimed(cmd, args, { env, cwd, stdout: 'hash', timeoutMs: RUN_TIMEOUT_MS });
+  if (r.code !== 0) {
+    fail(describeFailure(`verify ${journal}: ${LABEL[who]} read`, r));
+    return false;
+  }
+  const ok = r.out!.bytes === SIZE && r.out!.sha256 === input.sha256;
+  const line = `verify ${journal} (read back by ${LABEL[who]}): ${r.out!.bytes} bytes, sha256 ${r.out!.sha256.slice(0, 12)}…`;
+  if (ok) console.log(`  ${line} = input`);
+  else fail(`${line}; expected ${SIZE} bytes, sha256 ${input.sha256.slice(0, 12)}…`);
+  return ok;
+}
+
+// ---- append ------------------------------------------------------------------------------------------
+
+async function benchAppend(
+  cluster: Cluster,
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+  file: string,
+  input: { sha256: string },
+): Promise<string | undefined> {
+  console.log(`\n== append: ${SIZE_MB} MiB of lines, --framing lines, ${RUNS} run(s) per tool, each into a fresh journal`);
+  const names = (tool: Tool, r: number) => `bench/append-${tool}-${r}`;
+  const all: string[] = [];
+  for (let r = 0; r < RUNS; r++) for (const t of TOOLS) all.push(names(t, r));
+  await applyJournals(cluster, all);
+
+  let verified: string | undefined;
+  const brokerPid = cluster.brokers[0]?.pid;
+  for (let r = 0; r < RUNS; r++) {
+    for (const tool of order(r)) {
+      const journal = names(tool, r);
+      const [cmd, args] = command(tool, ['journals', 'append', '-l', `name=${journal}`, '--framing', 'lines', '-i', file]);
+      const b0 = procCpuSeconds(brokerPid);
+      const res = await runTimed(cmd, args, { env, cwd, stdout: 'ignore', timeoutMs: RUN_TIMEOUT_MS, statsFile: join(cwd, 'time.txt') });
+      const b1 = procCpuSeconds(brokerPid);
+      if (res.code !== 0) {
+        fail(describeFailure(`append ${LABEL[tool]} run ${r + 1}`, res) + brokerLogExcerpt(cluster, journal));
+        continue;
+      }
+      const run = throughputRun(res, b0, b1);
+      results.append[tool].push(run);
+      printRun('append', tool, r, run);
+    }
+  }
+  // The figures count only if every byte landed, in order.
+  for (let r = 0; r < RUNS; r++) {
+    for (const tool of TOOLS) {
+      if (results.append[tool].length <= r) continue;
+      const ok = await verifyJournal(names(tool, r), env, cwd, input);
+      if (ok && tool === 'go' && verified === undefined) verified = names(tool, r);
+    }
+  }
+  return verified;
+}
+
+function throughputRun(res: RunResult, b0: number | undefined, b1: number | undefined): ThroughputRun {
+  return {
+    mbps: mbps(SIZE, res.wallMs),
+    wallMs: res.wallMs,
+    cpuS: res.cpu ? res.cpu.user + res.cpu.sys : undefined,
+    maxRssMiB: res.cpu ? res.cpu.maxRssKiB / 1024 : undefined,
+    brokerCpuS: b0 !== undefined && b1 !== undefined ? b1 - b0 : undefined,
+  };
+}
+
+function printRun(what: string, tool: Tool, r: number, run: ThroughputRun): void {
+  const extra = [
+    run.cpuS !== undefined ? `client CPU ${fmt(run.cpuS, 2)} s` : undefined,
+    run.maxRssMiB !== undefined ? `peak RSS ${fmt(run.maxRssMiB, 0)} MiB` : undefined,
+    run.brokerCpuS !== undefined ? `broker CPU ${fmt(run.brokerCpuS, 2)} s` : undefined,
+  ].filter(Boolean);
+  console.log(
+    `  ${what} ${LABEL[tool].padEnd(9)} run ${r + 1}: ${fmt(run.wallMs / 1000, 2)} s  ${fmt(run.mbps)} MB/s${extra.length ? `  (${extra.join(', ')})` : ''}`,
+  );
+}
+
+// ---- read ----------------------------------------------------------------------------------------------
+
+async function benchRead(cluster: Cluster, env: NodeJS.ProcessEnv, cwd: string, journal: string, input: { sha256: string }): Promise<void> {
+  console.log(`\n== read: ${SIZE_MB} MiB journal ${journal} to /dev/null, ${RUNS} run(s) per tool`);
+  const brokerPid = cluster.brokers[0]?.pid;
+  // One untimed pass first: it warms the page cache for both tools, and checks our reader's
+  // output byte for byte (the journal was verified with Go gazctl).
+  await verifyJournal(journal, env, cwd, input, 'ours');
+  for (let r = 0; r < RUNS; r++) {
+    for (const tool of order(r)) {
+      const offsetsOut = join(cwd, `offsets-${tool}-${r}.json`);
+      const [cmd, args] = command(tool, ['journals', 'read', '-l', `name=${journal}`, '--offsets-out', offsetsOut]);
+      const b0 = procCpuSeconds(brokerPid);
+      const res = await runTimed(cmd, args, { env, cwd, stdout: 'devnull', timeoutMs: RUN_TIMEOUT_MS, statsFile: join(cwd, 'time.txt') });
+      const b1 = procCpuSeconds(brokerPid);
+      if (res.code !== 0) {
+        fail(describeFailure(`read ${LABEL[tool]} run ${r + 1}`, res) + brokerLogExcerpt(cluster, journal));
+        continue;
+      }
+      // The output went to /dev/null: check the offset each tool says it reached.
+      let reached: number | undefined;
+      try {
+        reached = Number((JSON.parse(readFileSync(offsetsOut, 'utf8')) as Record<string, number>)[journal]);
+      } catch {
+        /* reported below */
+      }
+      if (reached !== SIZE) {
+        fail(`read ${LABEL[tool]} run ${r + 1}: --offsets-out says offset ${reached}, expected ${SIZE}`);
+        continue;
+      }
+      const run = throughputRun(res, b0, b1);
+      results.read[tool].push(run);
+      printRun('read', tool, r, run);
+    }
+  }
+}
+
+// ---- report ------------------------------------------------------------------------------------------
+
+function report(machine: string, elapsedS: number): void {
+  console.log(`\n== summary (${SIZE_MB} MiB, ${RUNS} run(s) per tool; MB/s = 10^6 B/s; ratio = ours / Go)`);
+  console.log(machine);
+  const rows: string[][] = [
+    ['', 'ours best', 'ours median', 'Go best', 'Go median', 'ratio best', 'ratio median', 'CPU s ours/Go', 'target'],
+  ];
+  for (const what of ['read', 'append'] as const) {
+    const o = results[what].ours.map((r) => r.mbps);
+    const g = results[what].go.map((r) => r.mbps);
+    if (o.length === 0 && g.length === 0) continue;
+    const ob = o.length ? Math.max(...o) : NaN;
+    const gb = g.length ? Math.max(...g) : NaN;
+    const om = median(o);
+    const gm = median(g);
+    const cpu = (t: Tool) => median(results[what][t].map((r) => r.cpuS ?? NaN));
+    const ratio = om / gm;
+    rows.push([
+      `${what} MB/s`,
+      fmt(ob),
+      fmt(om),
+      fmt(gb),
+      fmt(gm),
+      fmt(ob / gb, 2),
+      fmt(ratio, 2),
+      `${fmt(cpu('ours'), 2)} / ${fmt(cpu('go'), 2)}`,
+      Number.isFinite(ratio) ? (ratio >= 1 ? '>= 1.0 ok' : '>= 1.0 MISSED') : '-',
+    ]);
+  }
+  if (rows.length > 1) console.log(table(rows));
+
+  if (cold.ours.length) {
+    const rowsC: string[][] = [['cold start: journals list --help', 'median s', 'p90 s', 'min s']];
+    const line = (name: string, xs: number[]) => [name, fmt(median(xs) / 1000, 3), fmt(percentile(xs, 90) / 1000, 3), fmt(Math.min(...xs) / 1000, 3)];
+    rowsC.push(line('node -e 0 (floor)', cold.floor));
+    rowsC.push(line('ours (node bin/run.js)', cold.ours));
+    rowsC.push(line('Go gazctl', cold.go));
+    console.log('');
+    console.log(table(rowsC));
+    const om = median(cold.ours);
+    console.log(
+      `ratios: ours/Go ${fmt(om / median(cold.go), 1)}x, ours/floor ${fmt(om / median(cold.floor), 1)}x, ` +
+        `ours - floor ${fmt((om - median(cold.floor)) / 1000, 3)} s; target median < 0.3 s: ${om < 300 ? 'ok' : 'MISSED'}`,
+    );
+  }
+  console.log(`\nbench took ${fmt(elapsedS, 0)} s${failures.length ? `; ${failures.length} failure(s):\n  - ${failures.join('\n  - ')}` : ''}`);
+}
+
+// ---- main ----------------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const t0 = performance.now();
+  const cpu = cpus();
+  const machine =
+    `machine: ${cpu.length} CPU(s) (nproc), ${cpu[0]?.model ?? 'unknown'}; node ${process.version}; ${process.platform} ${process.arch}; ` +
+    `Go gazctl ${GO_BIN}; cpu/rss via ${haveGnuTime() ? '/usr/bin/time' : '(unavailable)'}`;
+  console.log(`gazctl benchmarks: ours (node ${OUR_BIN}) vs Go gazctl`);
+  console.log(machine);
+
+  const work = mkdtempSync(join(tmpdir(), 'gazctl-bench-'));
+  const unregister = registerExitCleanup(() => rmSync(work, { recursive: true, force: true }));
+  // Children get a clean environment: no developer BROKER_/CONSUMER_/LOG_ settings or node flags.
+  const baseEnv = scrubEnv(process.env, ['BROKER_', 'CONSUMER_', 'LOG_', 'ZONE', 'NODE_OPTIONS', 'GAZ_']);
+  let cluster: Cluster | undefined;
+  try {
+    if (ONLY.has('cold')) await benchColdStart(baseEnv, work);
+
+    if (ONLY.has('read') || ONLY.has('append')) {
+      const file = join(work, 'lines.txt');
+      const g0 = performance.now();
+      const input = writeLinesFile(file, SIZE, LINE_BYTES);
+      console.log(
+        `\ninput: ${file}, ${statSync(file).size} bytes, ${input.lines} lines (avg ${fmt(SIZE / input.lines, 1)} B), ` +
+          `written in ${fmt((performance.now() - g0) / 1000, 1)} s`,
+      );
+
+      const c0 = performance.now();
+      cluster = await startCluster({ brokers: 1 });
+      console.log(
+        `cluster: etcd + 1 ${cluster.impl.name} broker at ${cluster.brokerAddress} (started in ${fmt((performance.now() - c0) / 1000, 1)} s); ` +
+          `replication 1, codec NONE, fragment length 64 MiB, file:// store`,
+      );
+      const env = { ...baseEnv, BROKER_ADDRESS: cluster.brokerAddress };
+
+      let readJournal: string | undefined;
+      if (ONLY.has('append')) readJournal = await benchAppend(cluster, env, work, file, input);
+      if (ONLY.has('read')) {
+        if (readJournal === undefined) {
+          // No verified appended journal to reuse: fill one with Go gazctl.
+          readJournal = 'bench/read';
+          await applyJournals(cluster, [readJournal]);
+          const f0 = performance.now();
+          const r = await runGoGazctl(['journals', 'append', '-l', `name=${readJournal}`, '--framing', 'lines', '-i', file], {
+            brokerAddress: cluster.brokerAddress,
+            timeoutMs: RUN_TIMEOUT_MS,
+          });
+          if (r.code !== 0) throw new Error(`filling ${readJournal} failed (exit ${r.code}):\n${r.stderr}`);
+          console.log(`\nfilled ${readJournal} with Go gazctl in ${fmt((performance.now() - f0) / 1000, 1)} s`);
+          if (!(await verifyJournal(readJournal, env, work, input))) throw new Error(`${readJournal} does not hold the input`);
+        }
+        await benchRead(cluster, env, work, readJournal, input);
+      }
+    }
+  } catch (err) {
+    fail(`benchmark aborted: ${(err as Error).stack ?? String(err)}`);
+  } finally {
+    await cluster?.stop().catch((e: unknown) => console.error(`stopping the cluster: ${(e as Error).message}`));
+    rmSync(work, { recursive: true, force: true });
+    unregister();
+  }
+  report(`machine: nproc ${cpus().length}, node ${process.version}`, (performance.now() - t0) / 1000);
+  process.exitCode = failures.length ? 1 : 0;
+}
+
+await main();
