@@ -16,7 +16,7 @@
 //
 // Environment:
 //   BENCH_SIZE_MB     data size in MiB (default 1024; a positive integer)
-//   BENCH_RUNS        timed runs per tool for read and append (default 2, at least 1)
+//   BENCH_RUNS        timed runs per tool for read and append (default 3)
 //   BENCH_COLD_RUNS   timed runs per command for cold start (default 15)
 //   BENCH_ONLY        comma list of read, append, cold (default all)
 //   BENCH_LINE_BYTES  average input line length (default 100)
@@ -67,7 +67,7 @@ function intEnv(name: string, dflt: number, min: number): number {
 
 const SIZE_MB = intEnv('BENCH_SIZE_MB', 1024, 1);
 const SIZE = SIZE_MB * 1024 * 1024;
-const RUNS = intEnv('BENCH_RUNS', 2, 1);
+const RUNS = intEnv('BENCH_RUNS', 3, 1);
 const COLD_RUNS = intEnv('BENCH_COLD_RUNS', 15, 1);
 const LINE_BYTES = intEnv('BENCH_LINE_BYTES', 100, 24);
 const ONLY = new Set((process.env.BENCH_ONLY || 'read,append,cold').split(',').map((s) => s.trim()).filter(Boolean));
@@ -134,6 +134,8 @@ interface ThroughputRun {
   cpuS?: number;
   maxRssMiB?: number;
   brokerCpuS?: number;
+  /** Warning lines the tool printed (e.g. Go gazctl's "failed to append (will retry)"). */
+  warnings: string[];
 }
 const results: Record<'read' | 'append', Record<Tool, ThroughputRun[]>> = {
   read: { ours: [], go: [] },
@@ -259,6 +261,7 @@ function throughputRun(res: RunResult, b0: number | undefined, b1: number | unde
     cpuS: res.cpu ? res.cpu.user + res.cpu.sys : undefined,
     maxRssMiB: res.cpu ? res.cpu.maxRssKiB / 1024 : undefined,
     brokerCpuS: b0 !== undefined && b1 !== undefined ? b1 - b0 : undefined,
+    warnings: res.stderr.split('\n').filter((l) => /level=(warn|error)|\bwarn(ing)?\b|retry/i.test(l)),
   };
 }
 
@@ -267,10 +270,12 @@ function printRun(what: string, tool: Tool, r: number, run: ThroughputRun): void
     run.cpuS !== undefined ? `client CPU ${fmt(run.cpuS, 2)} s` : undefined,
     run.maxRssMiB !== undefined ? `peak RSS ${fmt(run.maxRssMiB, 0)} MiB` : undefined,
     run.brokerCpuS !== undefined ? `broker CPU ${fmt(run.brokerCpuS, 2)} s` : undefined,
+    run.warnings.length ? `${run.warnings.length} warning line(s) on stderr` : undefined,
   ].filter(Boolean);
   console.log(
     `  ${what} ${LABEL[tool].padEnd(9)} run ${r + 1}: ${fmt(run.wallMs / 1000, 2)} s  ${fmt(run.mbps)} MB/s${extra.length ? `  (${extra.join(', ')})` : ''}`,
   );
+  for (const w of run.warnings.slice(0, 3)) console.log(`      ${w.slice(0, 240)}`);
 }
 
 // ---- read ----------------------------------------------------------------------------------------------
@@ -316,7 +321,7 @@ function report(machine: string, elapsedS: number): void {
   console.log(`\n== summary (${SIZE_MB} MiB, ${RUNS} run(s) per tool; MB/s = 10^6 B/s; ratio = ours / Go)`);
   console.log(machine);
   const rows: string[][] = [
-    ['', 'ours best', 'ours median', 'Go best', 'Go median', 'ratio best', 'ratio median', 'CPU s ours/Go', 'target'],
+    ['', 'ours best', 'ours median', 'Go best', 'Go median', 'ratio best', 'ratio median', 'client CPU s ours/Go', 'broker CPU s ours/Go', 'target'],
   ];
   for (const what of ['read', 'append'] as const) {
     const o = results[what].ours.map((r) => r.mbps);
@@ -327,6 +332,7 @@ function report(machine: string, elapsedS: number): void {
     const om = median(o);
     const gm = median(g);
     const cpu = (t: Tool) => median(results[what][t].map((r) => r.cpuS ?? NaN));
+    const bcpu = (t: Tool) => median(results[what][t].map((r) => r.brokerCpuS ?? NaN));
     const ratio = om / gm;
     rows.push([
       `${what} MB/s`,
@@ -337,6 +343,7 @@ function report(machine: string, elapsedS: number): void {
       fmt(ob / gb, 2),
       fmt(ratio, 2),
       `${fmt(cpu('ours'), 2)} / ${fmt(cpu('go'), 2)}`,
+      `${fmt(bcpu('ours'), 2)} / ${fmt(bcpu('go'), 2)}`,
       Number.isFinite(ratio) ? (ratio >= 1 ? '>= 1.0 ok' : '>= 1.0 MISSED') : '-',
     ]);
   }

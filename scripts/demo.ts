@@ -31,7 +31,7 @@ fragment:
   length: 1048576
   compression_codec: GZIP
   stores:
-  - file:///demo/
+  - file:///
   refresh_interval: 10s
   flush_interval: 1m0s
 children:
@@ -72,7 +72,7 @@ try {
   const yaml = gazctl(['journals', 'list', '-l', 'app=demo', '-o', 'yaml'], env);
   writeFileSync(join(dir, 'listed.yaml'), yaml);
   gazctl(['journals', 'apply', '--specs', join(dir, 'listed.yaml'), '--dry-run'], env);
-  console.log('\ndemo finished: the listed YAML re-applies as a no-op update of the same revisions.');
+  console.log('\ndemo finished: the listed YAML re-applies as a no-op (every journal unchanged).');
 } finally {
   await cluster.stop();
 }

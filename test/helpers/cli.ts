@@ -74,6 +74,8 @@ export interface GazctlProcess {
   readonly child: ChildProcess;
   /** Bytes written to stdout so far. */
   stdoutBytes(): number;
+  /** stdout so far, as UTF-8 text. */
+  stdoutText(): string;
   /** stderr so far. */
   stderrText(): string;
   /** Resolves when the process has exited and its pipes are closed. */
@@ -124,6 +126,7 @@ export function spawnGazctl(args: string[], opts: RunGazctlOptions = {}): Gazctl
   return {
     child,
     stdoutBytes: () => outBytes,
+    stdoutText: () => Buffer.concat(out).toString('utf8'),
     stderrText: () => Buffer.concat(err).toString('utf8'),
     result,
   };

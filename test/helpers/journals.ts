@@ -2,13 +2,15 @@
 // our gazctl against a cluster with assertions, partition-key hashing computed independently of
 // src/ (gazctl.md §3.5), deterministic test data, and small file/hash utilities.
 
+import { credentials, Metadata } from '@grpc/grpc-js';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import type { Cluster } from '../../src/testing/index.js';
+import { JournalClient as GenJournalClient, Status, type Fragment } from '../../src/lib/protocol/gen/broker/protocol.js';
+import { grpcTarget, type Cluster } from '../../src/testing/index.js';
 import { describeResult, runGazctl, type GazctlResult, type RunGazctlOptions } from './cli.js';
 
 // ---- running our gazctl -------------------------------------------------------------------
@@ -144,4 +146,46 @@ export function tempDir(prefix: string): { dir: string; cleanup: () => void } {
 export function stopwatch(): () => string {
   const t0 = Date.now();
   return () => `${((Date.now() - t0) / 1000).toFixed(1)} s`;
+}
+
+// ---- direct broker queries (generated gRPC client, independent of src/lib/client) -----------
+
+/**
+ * One `ListFragments` of `journal` at `endpoint` (that broker's cover set when it is a member of
+ * the journal's route; otherwise it proxies). Rejects on RPC errors and non-OK statuses.
+ */
+export function listFragmentsAt(endpoint: string, journal: string, timeoutMs = 5000): Promise<Fragment[]> {
+  const client = new GenJournalClient(grpcTarget(endpoint), credentials.createInsecure());
+  return new Promise((resolve, reject) => {
+    client.listFragments(
+      {
+        header: undefined,
+        journal,
+        begin_mod_time: 0n,
+        end_mod_time: 0n,
+        next_page_token: 0n,
+        page_limit: 0,
+        signatureTTL: undefined,
+        do_not_proxy: false,
+      },
+      new Metadata(),
+      { deadline: Date.now() + timeoutMs },
+      (err, res) => {
+        client.close();
+        if (err) reject(err);
+        else if (res.status !== Status.OK) reject(new Error(`ListFragments ${journal} at ${endpoint}: ${Status[res.status]}`));
+        else resolve(res.fragments.map((f) => f.spec!));
+      },
+    );
+  });
+}
+
+/** Whether `fragments` (in offset order) cover [0, end) without a gap. */
+export function coversFromZero(fragments: Fragment[], end: bigint): boolean {
+  let at = 0n;
+  for (const f of fragments) {
+    if (f.begin > at) return false;
+    if (f.end > at) at = f.end;
+  }
+  return at >= end;
 }

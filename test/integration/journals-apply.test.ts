@@ -217,7 +217,7 @@ describe('journals apply (acceptance, 3 Go brokers)', { timeout: 300_000 }, () =
 
   test('--dry-run prints the plan and applies nothing', async () => {
     await gzOk(cluster, ['journals', 'apply'], {
-      input: 'name: dry/\nreplication: 1\nfragment:\n  length: 1048576\n  compression_codec: NONE\n  stores:\n  - file:///\n  refresh_interval: 1m\nchildren:\n- name: dry/keep\n- name: dry/gone\n- name: dry/same\n',
+      input: 'name: dry/\nreplication: 1\nfragment:\n  length: 1048576\n  compression_codec: NONE\n  stores:\n  - file:///\n  refresh_interval: 1m\nchildren:\n- name: dry/gone\n- name: dry/keep\n- name: dry/same\n',
     });
     const before = await listJson(cluster, 'name:prefix=dry/');
     const rev = (n: string) => before.find((j) => j.spec.name === n)!.mod_revision;

@@ -46,10 +46,24 @@ export default class JournalsAppend extends GazctlCommand {
     const client = openJournalClient(this.serviceOptions('broker'));
     const ac = new AbortController();
     const watch = client.watch(selector, { signal: ac.signal })[Symbol.asyncIterator]();
+    let watchdog: NodeJS.Timeout | undefined;
     try {
       const first = await watch.next();
       if (first.done) throw new GazctlError('cannot resolve the selector to journals: the listing ended');
       let set = journalSet(first.value);
+      let snapshot = first.value;
+      let lastProgress = Date.now();
+      const svc = this.serviceOptions('broker');
+      const stallMs = svc.timeoutMs > 0 ? svc.timeoutMs : 30_000;
+      // An append can wait on the broker indefinitely (e.g. while its fragment store is
+      // unhealthy). Say so, once, with the store's health, instead of hanging silently.
+      let warned = false;
+      watchdog = setInterval(() => {
+        if (warned || Date.now() - lastProgress < stallMs) return;
+        warned = true;
+        void this.explainStall(client, snapshot, Math.round((Date.now() - lastProgress) / 1000));
+      }, 1000);
+      watchdog.unref();
       // Keep the journal set current while we append.
       void (async () => {
         try {
@@ -57,6 +71,7 @@ export default class JournalsAppend extends GazctlCommand {
             const r = await watch.next();
             if (r.done) return;
             set = journalSet(r.value);
+            snapshot = r.value;
           }
         } catch {
           /* the watch ends with the command */
@@ -75,12 +90,16 @@ export default class JournalsAppend extends GazctlCommand {
         const journal = set.pick('random', undefined);
         const appender = client.append(journal);
         try {
-          for await (const chunk of input as AsyncIterable<Buffer>) await appender.write(chunk);
+          for await (const chunk of input as AsyncIterable<Buffer>) {
+            await appender.write(chunk);
+            lastProgress = Date.now();
+          }
         } catch (err) {
           appender.abort();
           throw err instanceof GazctlError ? err : new GazctlError(`cannot read ${flags.input}: ${(err as Error).message}`);
         }
         const resp = await appender.commit();
+        lastProgress = Date.now();
         this.log_.debug('appended', { journal, begin: resp.commit?.begin, end: resp.commit?.end });
         return;
       }
@@ -88,7 +107,12 @@ export default class JournalsAppend extends GazctlCommand {
       let committed = 0;
       const service = new AppendService(async (journal, chunks) => {
         await client.appendBuffers(journal, chunks);
-      }, { onCommitted: (_j, n) => (committed += n) });
+      }, {
+        onCommitted: (_j, n) => {
+          committed += n;
+          lastProgress = Date.now();
+        },
+      });
       const splitter = new RecordSplitter(framing);
       const keyed = mapping !== 'random';
       let key: Buffer | undefined;
@@ -124,9 +148,25 @@ export default class JournalsAppend extends GazctlCommand {
         }
       }
     } finally {
+      clearInterval(watchdog);
       ac.abort();
       client.close();
     }
+  }
+
+  private async explainStall(client: ReturnType<typeof openJournalClient>, snapshot: ListResponse, seconds: number): Promise<void> {
+    const stores = [...new Set(snapshot.journals.map((j) => j.spec?.fragment?.stores[0]).filter((s): s is string => Boolean(s)))];
+    const problems: string[] = [];
+    for (const store of stores.slice(0, 5)) {
+      try {
+        const r = await client.lib.fragmentStoreHealth(store, undefined, { timeoutMs: 5000 });
+        if (r.store_health_error) problems.push(`fragment store ${store} is unhealthy: ${r.store_health_error}`);
+      } catch (err) {
+        problems.push(`fragment store ${store}: ${(err as Error).message}`);
+      }
+    }
+    const why = problems.length ? problems.join('; ') : 'the brokers have not committed it yet (check broker logs)';
+    process.stderr.write(`gazctl: warning: appends have made no progress for ${seconds}s and are still waiting: ${why}\n`);
   }
 }
 
