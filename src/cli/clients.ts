@@ -1,7 +1,8 @@
 // Builds the library clients from resolved CLI options, applying the CLI's --timeout to the
 // calls that would otherwise wait for an unreachable service forever.
 import { JournalClient } from '../lib/client/journal-client.js';
-import { appendOnce } from '../lib/client/appender.js';
+import { appendOnce, isRetryableQueuedAppendError } from '../lib/client/appender.js';
+import type { Logger } from './log.js';
 import type { ReaderOptions } from '../lib/client/reader.js';
 import type { ApplyRequest_Change, LabelSelector, ListResponse, ReadRequest } from '../lib/protocol/gen/broker/protocol.js';
 import type { ServiceOptions } from './base.js';
@@ -20,7 +21,7 @@ export interface CliJournalClient {
   close(): void;
 }
 
-export function openJournalClient(o: ServiceOptions): CliJournalClient {
+export function openJournalClient(o: ServiceOptions & { log?: Logger }): CliJournalClient {
   const lib = new JournalClient({
     address: o.address,
     certFile: o.certFile,
@@ -46,7 +47,11 @@ export function openJournalClient(o: ServiceOptions): CliJournalClient {
     read: (req, opts) => lib.read(req, opts),
     append: (journal) => lib.append(journal),
     appendBuffers: async (journal, data) => {
-      await appendOnce(lib, journal, data);
+      await appendOnce(lib, journal, data, {
+        retryable: isRetryableQueuedAppendError,
+        onRetry: (err, attempt, ms) =>
+          o.log?.warn('append failed; retrying', { journal, attempt: attempt + 1, delayMs: ms, err: (err as Error).message }),
+      });
     },
     close: () => lib.close(),
   };

@@ -43,7 +43,7 @@ export default class JournalsAppend extends GazctlCommand {
     if (framing === 'none' && mapping !== 'random') throw new UsageError('--framing none appends the whole input to one journal: use it with --mapping random');
     if (flags.base64 && (framing !== 'lines' || mapping === 'random')) throw new UsageError('--base64 requires --framing lines and a --mapping other than random');
 
-    const client = openJournalClient(this.serviceOptions('broker'));
+    const client = openJournalClient({ ...this.serviceOptions('broker'), log: this.log_ });
     const ac = new AbortController();
     const watch = client.watch(selector, { signal: ac.signal })[Symbol.asyncIterator]();
     let watchdog: NodeJS.Timeout | undefined;

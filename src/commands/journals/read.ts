@@ -65,6 +65,12 @@ Offsets: --offsets loads a JSON object {"journal": offset} of where to start; --
       }
     }
     const out = new Output(flags.output);
+    // Progress on a terminal when the content goes to a file.
+    let bytesRead = 0;
+    const progress =
+      process.stderr.isTTY && flags.output !== '-'
+        ? setInterval(() => process.stderr.write(`\rread ${(bytesRead / 1048576).toFixed(1)} MiB`), 500)
+        : undefined;
     const client = openJournalClient({ ...svc });
     const ac = new AbortController();
     const onSignal = () => ac.abort();
@@ -101,7 +107,10 @@ Offsets: --offsets loads a JSON object {"journal": offset} of where to start; --
               release = await mutex.lock();
               fragmentEnd = chunk.offset + BigInt(chunk.content.length);
             }
-            if (chunk.content.length > 0) await out.write(chunk.content);
+            if (chunk.content.length > 0) {
+              await out.write(chunk.content);
+              bytesRead += chunk.content.length;
+            }
             offsets.set(journal, reader.offset);
             if (release && reader.offset >= fragmentEnd) {
               release();
@@ -157,6 +166,10 @@ Offsets: --offsets loads a JSON object {"journal": offset} of where to start; --
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     client.close();
+    if (progress) {
+      clearInterval(progress);
+      process.stderr.write(`\rread ${(bytesRead / 1048576).toFixed(1)} MiB\n`);
+    }
     await out.close();
     if (fatal) throw fatal;
     if (flags['offsets-out']) writeOffsets(flags['offsets-out'], offsets);

@@ -1,7 +1,7 @@
 // Appends (wire.md §1.4 Append, gazctl.md §3.5): one client-streaming RPC per append. The first
 // message carries the parameters, then content-only messages, then one empty message commits;
 // half-closing without it rolls the append back.
-import type { ClientWritableStream, ServiceError } from '@grpc/grpc-js';
+import { status as GrpcStatus, type ClientWritableStream, type ServiceError } from '@grpc/grpc-js';
 import {
   AppendRequest,
   AppendRequest_Suspend,
@@ -12,7 +12,7 @@ import {
   type Route,
 } from '../protocol/gen/broker/protocol.js';
 import { BrokerStatusError, GazctlError, TransportError } from '../protocol/errors.js';
-import { abortError, grpcCode, isUnavailable, retry, type RetryOptions } from './retry.js';
+import { abortError, grpcCode, isAbortError, isUnavailable, retry, type RetryOptions } from './retry.js';
 import { describeGrpcError, type AppendContent } from './rpc.js';
 
 export interface AppendOptions {
@@ -203,6 +203,29 @@ export function isRetryableAppendError(err: unknown): boolean {
   return isUnavailable(err);
 }
 
+/** Statuses after which the queued (async) appender gives a journal up, as upstream's does. */
+const TERMINAL_QUEUED_APPEND_STATUSES = new Set<Status>([
+  Status.FRAGMENT_STORE_UNHEALTHY,
+  Status.INDEX_HAS_GREATER_OFFSET,
+  Status.JOURNAL_NOT_FOUND,
+  Status.NOT_ALLOWED,
+  Status.REGISTER_MISMATCH,
+  Status.WRONG_APPEND_OFFSET,
+]);
+
+/**
+ * Whether a queued append (the record-at-a-time `journals append` path) may be retried: every
+ * failure except the terminal statuses above and cancellation. Retrying is safe because an
+ * append that did not commit was rolled back by the broker. This includes a broker aborting a
+ * stream that fell under its minimum append rate, which happens when the broker itself stalls.
+ */
+export function isRetryableQueuedAppendError(err: unknown): boolean {
+  if (isAbortError(err)) return false;
+  if (err instanceof BrokerStatusError) return !TERMINAL_QUEUED_APPEND_STATUSES.has(err.status);
+  const code = grpcCode(err);
+  return code !== GrpcStatus.CANCELLED && code !== GrpcStatus.UNAUTHENTICATED && code !== GrpcStatus.PERMISSION_DENIED;
+}
+
 /**
  * Appends `data` (all chunks, atomically) to `journal`, retrying the whole append on gRPC
  * UNAVAILABLE, NOT_JOURNAL_PRIMARY_BROKER, NO_JOURNAL_PRIMARY_BROKER and
@@ -212,9 +235,9 @@ export async function appendOnce(
   client: { append(journal: string, opts?: AppendOptions): Appender },
   journal: string,
   data: Uint8Array[],
-  opts: AppendOptions & Pick<RetryOptions, 'maxAttempts' | 'onRetry' | 'delay'> & { timeoutMs?: number } = {},
+  opts: AppendOptions & Pick<RetryOptions, 'maxAttempts' | 'onRetry' | 'delay' | 'retryable'> & { timeoutMs?: number } = {},
 ): Promise<AppendResponse> {
-  const { maxAttempts, onRetry, delay, timeoutMs, ...appendOpts } = opts;
+  const { maxAttempts, onRetry, delay, timeoutMs, retryable, ...appendOpts } = opts;
   return retry(
     async () => {
       const a = client.append(journal, appendOpts);
@@ -228,7 +251,7 @@ export async function appendOnce(
     },
     {
       signal: opts.signal,
-      retryable: isRetryableAppendError,
+      retryable: retryable ?? isRetryableAppendError,
       maxAttempts,
       onRetry,
       delay,
