@@ -124,6 +124,24 @@ function brokerLogExcerpt(cluster: Cluster, journal: string): string {
   }
 }
 
+/**
+ * Append RPCs of `journal` the broker aborted (e.g. "client stream didn't sustain the minimum
+ * append data rate"). Go gazctl retries these without a word on its first attempt, so the broker
+ * log is the only place a retried run shows.
+ */
+function brokerAppendAborts(cluster: Cluster, journal: string): number | undefined {
+  const log = cluster.brokers[0]?.logFile;
+  if (!log) return undefined;
+  try {
+    const needle = `journal:\\"${journal}\\"`;
+    return readFileSync(log, 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('Append RPC failed') && l.includes(needle)).length;
+  } catch {
+    return undefined;
+  }
+}
+
 const mbps = (bytes: number, ms: number) => bytes / 1e6 / (ms / 1000);
 
 // ---- results -----------------------------------------------------------------------------------------
@@ -134,6 +152,8 @@ interface ThroughputRun {
   cpuS?: number;
   maxRssMiB?: number;
   brokerCpuS?: number;
+  /** Append RPCs the broker aborted during the run (append only). */
+  brokerAborts?: number;
   /** Warning lines the tool printed (e.g. Go gazctl's "failed to append (will retry)"). */
   warnings: string[];
 }
@@ -239,6 +259,7 @@ async function benchAppend(
         continue;
       }
       const run = throughputRun(res, b0, b1);
+      run.brokerAborts = brokerAppendAborts(cluster, journal);
       results.append[tool].push(run);
       printRun('append', tool, r, run);
     }
@@ -270,6 +291,7 @@ function printRun(what: string, tool: Tool, r: number, run: ThroughputRun): void
     run.cpuS !== undefined ? `client CPU ${fmt(run.cpuS, 2)} s` : undefined,
     run.maxRssMiB !== undefined ? `peak RSS ${fmt(run.maxRssMiB, 0)} MiB` : undefined,
     run.brokerCpuS !== undefined ? `broker CPU ${fmt(run.brokerCpuS, 2)} s` : undefined,
+    run.brokerAborts ? `broker aborted ${run.brokerAborts} append RPC(s), retried by the tool` : undefined,
     run.warnings.length ? `${run.warnings.length} warning line(s) on stderr` : undefined,
   ].filter(Boolean);
   console.log(
