@@ -32,6 +32,9 @@ export function openJournalClient(o: ServiceOptions & { log?: Logger }): CliJour
     zone: o.zone,
     cacheSize: o.cacheSize,
     cacheTTLms: o.cacheTTLms,
+  }, {
+    onRetry: ({ op, attempt, delayMs, error }) =>
+      o.log?.warn(`${op} failed (will retry)`, { attempt, delayMs, err: (error as Error)?.message ?? String(error) }),
   });
   const timeoutMs = o.timeoutMs > 0 ? o.timeoutMs : undefined;
   return {
@@ -44,7 +47,12 @@ export function openJournalClient(o: ServiceOptions & { log?: Logger }): CliJour
     },
     apply: (changes) => lib.apply(changes, { timeoutMs }),
     listFragments: (journal, opts) => lib.listFragments(journal, { ...opts, timeoutMs }),
-    read: (req, opts) => lib.read(req, opts),
+    read: (req, opts) =>
+      lib.read(req, {
+        onRetry: ({ journal, attempt, delayMs, error }) =>
+          o.log?.warn('read failure (will retry)', { journal, attempt, delayMs, err: (error as Error)?.message ?? String(error) }),
+        ...opts,
+      }),
     append: (journal) => lib.append(journal),
     appendBuffers: async (journal, data) => {
       await appendOnce(lib, journal, data, {

@@ -181,11 +181,30 @@ describe('journals fragments (acceptance, 3 Go brokers)', { timeout: 180_000 }, 
       assert.equal(journal, w.journal);
       assert.equal(offset, String(w.begin));
       assert.equal(length, iec(w.end - w.begin));
-      if (w.persisted) assert.match(persisted, /ago$/, `persisted [${w.begin}, ${w.end}): ${persisted}`);
+      if (w.persisted) assert.match(persisted, /^(now|1 second ago|\d+ seconds ago|1 minute ago)$/, `persisted [${w.begin}, ${w.end}) moments ago: ${persisted}`);
       else assert.equal(persisted, '', `unpersisted [${w.begin}, ${w.end})`);
       assert.equal(sha1, w.sha1.slice(0, 12) + '...');
       assert.equal(codec, 'NONE');
     });
+  });
+
+  test('--url-ttl adds signed URLs for persisted fragments only (json and a URL column)', async () => {
+    const r = await gzOk(cluster, ['journals', 'fragments', '-l', 'set=data', '-o', 'json', '--url-ttl', '1h']);
+    const got = parseJsonLines(r.stdout);
+    assert.equal(got.length, want.length);
+    got.forEach((f, i) => {
+      const w = want[i]!;
+      if (w.persisted) {
+        assert.match(f.signed_url ?? '', new RegExp(`^file:///${w.journal}/0*${w.begin.toString(16)}-0*${w.end.toString(16)}-${w.sha1}\\.raw$`), `${w.journal} [${w.begin}, ${w.end})`);
+      } else {
+        assert.equal(f.signed_url, undefined, `unpersisted ${w.journal} [${w.begin}, ${w.end}) has no URL`);
+      }
+    });
+    const table = await gzOk(cluster, ['journals', 'fragments', '-l', 'set=data', '--url-ttl', '1h']);
+    const header = table.stdout.toString('utf8').split('\n').find((l) => l.includes('JOURNAL'));
+    assert.match(header ?? '', /\bURL\b/, 'a URL column');
+    const rows = tableRows(table.stdout);
+    rows.forEach((row, i) => assert.equal(row[6] !== '', want[i]!.persisted, `URL cell of row ${i}: ${row[6]}`));
   });
 
   test('--from / --to select persisted vs unpersisted fragments by store modification time', async () => {

@@ -32,7 +32,7 @@ etcd limits a transaction to 128 operations by default. For larger hierarchies p
     const maxTxnSize = Number(flags['max-txn-size'] ?? 0);
     const text = await readInput(flags.specs);
     const changes = journalChangesFromYaml(text, flags.specs === '-' ? 'stdin' : flags.specs);
-    const client = openJournalClient(this.serviceOptions('broker'));
+    const client = openJournalClient({ ...this.serviceOptions('broker'), log: this.log_ });
     try {
       if (flags['dry-run']) {
         const { plan } = await classifyJournalChanges(changes, (sel) => client.list(sel));

@@ -28,7 +28,7 @@ Revisions in the YAML make the apply fail, rather than overwrite, when someone e
     const { flags } = await this.parseResolved<Record<string, any>>();
     const selector = selectorFrom(flags.selector, true);
     const maxTxnSize = Number(flags['max-txn-size'] ?? 0);
-    const client = openJournalClient(this.serviceOptions('broker'));
+    const client = openJournalClient({ ...this.serviceOptions('broker'), log: this.log_ });
     try {
       const listing = await client.list(selector);
       if (listing.journals.length === 0) {

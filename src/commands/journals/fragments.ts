@@ -32,7 +32,7 @@ export default class JournalsFragments extends GazctlCommand {
     const { flags } = await this.parseResolved<Record<string, any>>();
     const selector = selectorFrom(flags.selector, false);
     const ttl = parseDurationFlag('url-ttl', flags['url-ttl'] ?? '0s');
-    const client = openJournalClient(this.serviceOptions('broker'));
+    const client = openJournalClient({ ...this.serviceOptions('broker'), log: this.log_ });
     try {
       const listing = await client.list(selector);
       const journals = listing.journals.filter((j) => j.spec?.suspend?.level !== JournalSpec_Suspend_Level.FULL).map((j) => j.spec!.name);

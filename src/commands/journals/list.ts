@@ -36,7 +36,7 @@ With --watch the listing is printed again after every change, until interrupted.
   async run(): Promise<void> {
     const { flags } = await this.parseResolved<Record<string, any>>();
     const selector = selectorFrom(flags.selector, false);
-    const client = openJournalClient(this.serviceOptions('broker'));
+    const client = openJournalClient({ ...this.serviceOptions('broker'), log: this.log_ });
     try {
       if (!flags.watch) {
         const resp = await client.list(selector);

@@ -71,7 +71,7 @@ Offsets: --offsets loads a JSON object {"journal": offset} of where to start; --
       process.stderr.isTTY && flags.output !== '-'
         ? setInterval(() => process.stderr.write(`\rread ${(bytesRead / 1048576).toFixed(1)} MiB`), 500)
         : undefined;
-    const client = openJournalClient({ ...svc });
+    const client = openJournalClient({ ...svc, log: this.log_ });
     const ac = new AbortController();
     const onSignal = () => ac.abort();
     process.once('SIGINT', onSignal);
