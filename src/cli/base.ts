@@ -192,7 +192,13 @@ export abstract class GazctlCommand extends Command {
   protected override async catch(err: Error & { exitCode?: number; oclif?: { exit?: number } }): Promise<void> {
     if (err.oclif?.exit === 0) return; // --help, --version
     const code = err instanceof GazctlError ? err.exitCode : err.oclif?.exit !== undefined ? EXIT.USAGE : EXIT.ERROR;
-    const first = String(err.message ?? err).split('\n')[0]!.replace(/^Error: /, '');
+    // oclif spreads a parse error over lines ("Parsing --x", "<reason>", "See more help ...").
+    const first = String(err.message ?? err)
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l !== '' && !/^See more help/.test(l))
+      .join(': ')
+      .replace(/^Error: /, '');
     process.stderr.write(`gazctl: ${first}\n`);
     if (this.log_?.enabled('debug') && err.stack) process.stderr.write(err.stack + '\n');
     process.exitCode = code;

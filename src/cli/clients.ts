@@ -33,8 +33,9 @@ export function openJournalClient(o: ServiceOptions & { log?: Logger }): CliJour
     cacheSize: o.cacheSize,
     cacheTTLms: o.cacheTTLms,
   }, {
+    // Like upstream, RPCs that wait for a service retry quietly; --log.level=debug shows them.
     onRetry: ({ op, attempt, delayMs, error }) =>
-      o.log?.warn(`${op} failed (will retry)`, { attempt, delayMs, err: (error as Error)?.message ?? String(error) }),
+      o.log?.debug(`${op} failed (will retry)`, { attempt, delayMs, err: (error as Error)?.message ?? String(error) }),
   });
   const timeoutMs = o.timeoutMs > 0 ? o.timeoutMs : undefined;
   return {

@@ -34,9 +34,9 @@ export class Logger {
 
   log(level: LogLevel, msg: string, fields: Fields = {}): void {
     if (!this.enabled(level)) return;
-    const time = new Date().toISOString();
+    const time = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
     if (this.format === 'json') {
-      this.out(JSON.stringify({ level, msg, time, ...fields }, bigintReplacer));
+      this.out(JSON.stringify({ level: level === 'warn' ? 'warning' : level, msg, time, ...fields }, bigintReplacer));
       return;
     }
     const kv = Object.entries(fields)
@@ -48,7 +48,9 @@ export class Logger {
       this.out(`${tag}[${time}] ${msg.padEnd(40)} ${kv}`.trimEnd());
       return;
     }
-    this.out(`time="${time}" level=${level} msg=${JSON.stringify(msg)}${kv ? ' ' + kv : ''}`);
+    // logrus spells the warn level "warning" in its text and JSON output.
+    const name = level === 'warn' ? 'warning' : level;
+    this.out(`time="${time}" level=${name} msg=${JSON.stringify(msg)}${kv ? ' ' + kv : ''}`);
   }
 
   trace(msg: string, f?: Fields) { this.log('trace', msg, f); }

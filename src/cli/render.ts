@@ -5,19 +5,81 @@ import { Flags } from '@oclif/core';
 export const outputFlag = (options: readonly string[], def = 'table') =>
   Flags.option({ char: 'o', options, default: def, description: `Output format: ${options.join(', ')}.` })();
 
-/** Column titles as upstream renders them: `_` and word-joining `.` become spaces, upper-cased. */
-export function headerTitle(s: string): string {
-  return s
-    .replace(/_/g, ' ')
-    .replace(/\.(?=[^\d\s])|(?<=[^\d\s])\./g, ' ')
-    .replace(/(?<=\p{L})(?=\d)/gu, ' ')
-    .toUpperCase()
-    .trim();
+type CharClass = 'lower' | 'upper' | 'digit' | 'other' | 'sep';
+
+function charClass(ch: string): CharClass {
+  if (ch === '_' || /\s/u.test(ch)) return 'sep';
+  if (/\p{Ll}/u.test(ch)) return 'lower';
+  if (/\p{Lu}/u.test(ch)) return 'upper';
+  if (/\p{N}/u.test(ch)) return 'digit';
+  return 'other';
 }
 
-function displayWidth(s: string): number {
-  // Good enough for the ASCII and narrow Unicode cells gazctl prints.
-  return [...s].length;
+/** Splits a title into words the way upstream's table library does: by character class, camel-case aware. */
+function splitWords(s: string): string[] {
+  const runs: { cls: CharClass; text: string }[] = [];
+  for (const ch of s) {
+    const cls = charClass(ch);
+    const last = runs[runs.length - 1];
+    if (last && last.cls === cls) last.text += ch;
+    else runs.push({ cls, text: ch });
+  }
+  // "HTTPServer": the last capital of an upper run starts the following lower-case word.
+  for (let i = 0; i + 1 < runs.length; i++) {
+    const a = runs[i]!;
+    const b = runs[i + 1]!;
+    if (a.cls === 'upper' && b.cls === 'lower' && [...a.text].length > 1) {
+      const chars = [...a.text];
+      b.text = chars.pop()! + b.text;
+      a.text = chars.join('');
+    } else if (a.cls === 'upper' && b.cls === 'lower') {
+      b.text = a.text + b.text;
+      a.text = '';
+    }
+  }
+  return runs.filter((r) => r.cls !== 'sep' && r.text !== '').map((r) => r.text);
+}
+
+function isNumOrSpace(ch: string | undefined): boolean {
+  return ch !== undefined && /[\p{N}\s]/u.test(ch);
+}
+
+/** Column titles as upstream renders them: words split and spaced, word-joining dots dropped, upper-cased. */
+export function headerTitle(s: string): string {
+  const chars = [...splitWords(s).join(' ')];
+  for (let i = 0; i < chars.length; i++) {
+    if (chars[i] === '_') chars[i] = ' ';
+    else if (chars[i] === '.' && ((i > 0 && !isNumOrSpace(chars[i - 1])) || (i < chars.length - 1 && !isNumOrSpace(chars[i + 1])))) {
+      chars[i] = ' ';
+    }
+  }
+  return chars.join('').trim().toUpperCase();
+}
+
+function isWide(cp: number): boolean {
+  return (
+    (cp >= 0x1100 && cp <= 0x115f) ||
+    (cp >= 0x2e80 && cp <= 0x303e) ||
+    (cp >= 0x3041 && cp <= 0x33ff) ||
+    (cp >= 0x3400 && cp <= 0x4dbf) ||
+    (cp >= 0x4e00 && cp <= 0x9fff) ||
+    (cp >= 0xa000 && cp <= 0xa4cf) ||
+    (cp >= 0xac00 && cp <= 0xd7a3) ||
+    (cp >= 0xf900 && cp <= 0xfaff) ||
+    (cp >= 0xfe30 && cp <= 0xfe4f) ||
+    (cp >= 0xff00 && cp <= 0xff60) ||
+    (cp >= 0xffe0 && cp <= 0xffe6) ||
+    (cp >= 0x1f300 && cp <= 0x1f64f) ||
+    (cp >= 0x1f900 && cp <= 0x1f9ff) ||
+    (cp >= 0x20000 && cp <= 0x3fffd)
+  );
+}
+
+/** Terminal columns taken by a string: East Asian wide characters take two. */
+export function displayWidth(s: string): number {
+  let w = 0;
+  for (const ch of s) w += isWide(ch.codePointAt(0)!) ? 2 : 1;
+  return w;
 }
 
 /** Renders rows as a Unicode box table with a centred header row. */
@@ -33,7 +95,7 @@ export function renderTable(headers: string[], rows: string[][]): string {
   const left = (s: string, w: number) => s + ' '.repeat(w - displayWidth(s));
   const out = [line('┌', '┬', '┐')];
   out.push('│' + titles.map((t, i) => ` ${centre(t, widths[i]!)} `).join('│') + '│');
-  out.push(line('├', '┼', '┤'));
+  if (rows.length > 0) out.push(line('├', '┼', '┤'));
   for (const r of rows) out.push('│' + widths.map((w, i) => ` ${left(r[i] ?? '', w)} `).join('│') + '│');
   out.push(line('└', '┴', '┘'));
   return out.join('\n') + '\n';

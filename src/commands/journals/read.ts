@@ -119,7 +119,7 @@ Offsets: --offsets loads a JSON object {"journal": offset} of where to start; --
           }
         } catch (err) {
           if (!signal.aborted) {
-            fatal ??= new GazctlError(`error reading ${journal}: ${(err as Error).message}`, { cause: err });
+            fatal ??= err instanceof GazctlError ? err : new GazctlError(`error reading ${journal}: ${(err as Error).message}`, { cause: err });
             ac.abort();
           }
         } finally {

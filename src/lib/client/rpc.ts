@@ -34,13 +34,22 @@ export function unaryCall<Res>(
   });
 }
 
+/** grpc-js details without its trailing resolver note and timestamps, on one line. */
+export function cleanGrpcDetails(details: string | undefined): string {
+  return (details ?? '')
+    .replace(/\s*Resolution note:.*$/s, '')
+    .replace(/ \(\d{4}-\d\d-\d\dT[\d:.]+Z\)/g, '')
+    .replace(/\s+/g, ' ')
+    .trim();
+}
+
 /** A one-line description of a gRPC error ("UNAVAILABLE: No connection established ..."). */
 export function describeGrpcError(err: unknown): string {
   const code = grpcCode(err);
   if (code === undefined || err instanceof TransportError) return err instanceof Error ? err.message : String(err);
   const e = err as ServiceError;
   const name = GrpcStatus[code] ?? String(code);
-  return `${name}: ${e.details || e.message}`;
+  return `${name}: ${cleanGrpcDetails(e.details) || e.message}`;
 }
 
 // ---- Read responses --------------------------------------------------------------------------
@@ -160,11 +169,13 @@ export function transportError(who: string, op: string, err: unknown, lastUnavai
   const code = grpcCode(err);
   if (code === undefined || err instanceof TransportError) return err;
   if (code === GrpcStatus.UNAVAILABLE || (timedOut && code === GrpcStatus.DEADLINE_EXCEEDED)) {
-    const detail = lastUnavailable
-      ? (lastUnavailable as ServiceError).details
-      : code === GrpcStatus.DEADLINE_EXCEEDED
-        ? 'no answer in time'
-        : (err as ServiceError).details;
+    const detail = cleanGrpcDetails(
+      lastUnavailable
+        ? (lastUnavailable as ServiceError).details
+        : code === GrpcStatus.DEADLINE_EXCEEDED
+          ? 'no answer in time'
+          : (err as ServiceError).details,
+    );
     return new TransportError(`${who} is unreachable: ${detail}`, code, { cause: err });
   }
   return new TransportError(`${op}: ${describeGrpcError(err)}`, code, { cause: err });

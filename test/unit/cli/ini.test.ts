@@ -1,0 +1,212 @@
+// gazctl.ini: the parser and lookups of src/lib/config/ini.ts, and — through the real CLI — the
+// precedence rule of gazctl.md §1.3: command line > gazctl.ini > environment > default.
+//
+// The CLI runs need no cluster: which broker address was dialled shows in the error of an
+// unreachable one (`broker <address> is unreachable`), and sub-command options are observed with
+// `journals apply --dry-run`, which contacts nothing.
+
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+
+import { findIniFile, iniLookup, loadIni, parseIni } from '../../../src/lib/config/ini.js';
+import { ValidationError } from '../../../src/lib/protocol/errors.js';
+import { describeResult, runGazctl } from '../../helpers/cli.js';
+
+describe('parseIni', () => {
+  it('reads sections, trimmed key = value pairs and comments', () => {
+    const ini = parseIni(
+      [
+        '; a comment',
+        '# another',
+        'Zone = top-level',
+        '',
+        '[journals.Broker]',
+        '  Address =   http://b:8080  ',
+        'TTL=5m',
+        '[Journals.List]',
+        'Selector = app=foo,tier in (a,b)',
+        'Format = "yaml"',
+        'Quoted = "a\\nb"',
+        'Empty =',
+      ].join('\n'),
+    );
+    assert.equal(ini.sections.get('')!.get('Zone'), 'top-level');
+    assert.equal(ini.sections.get('journals.broker')!.get('Address'), 'http://b:8080');
+    assert.equal(ini.sections.get('journals.broker')!.get('TTL'), '5m');
+    // Section names are case-insensitive; values keep everything after the first "=".
+    assert.equal(ini.sections.get('journals.list')!.get('Selector'), 'app=foo,tier in (a,b)');
+    assert.equal(ini.sections.get('journals.list')!.get('Format'), 'yaml');
+    assert.equal(ini.sections.get('journals.list')!.get('Quoted'), 'a\nb');
+    assert.equal(ini.sections.get('journals.list')!.get('Empty'), '');
+  });
+
+  it('merges repeated sections and accepts CRLF line endings', () => {
+    const ini = parseIni('[journals]\r\nZone = a\r\n[shards]\r\nZone = b\r\n[JOURNALS]\r\nbroker.address = http://x\r\n');
+    assert.equal(ini.sections.get('journals')!.get('Zone'), 'a');
+    assert.equal(ini.sections.get('journals')!.get('broker.address'), 'http://x');
+    assert.equal(ini.sections.get('shards')!.get('Zone'), 'b');
+  });
+
+  for (const [text, line, what] of [
+    ['[journals.Broker\nAddress = x\n', 1, /malformed section header/],
+    ['[journals]\nZone = a\nAddress http://x\n', 3, /expected "key = value"/],
+    ['[journals]\n= value\n', 2, /expected "key = value"/],
+    ['[]\n', 1, /malformed section header/],
+  ] as const) {
+    it(`rejects ${JSON.stringify(text.split('\n')[line - 1])} naming line ${line}`, () => {
+      assert.throws(
+        () => parseIni(text, 'my.ini'),
+        (err: unknown) => {
+          assert.ok(err instanceof ValidationError, String(err));
+          assert.match(err.message, what);
+          assert.match(err.message, new RegExp(`my\\.ini:${line}\\b`));
+          return true;
+        },
+      );
+    });
+  }
+});
+
+describe('iniLookup', () => {
+  const ini = parseIni(
+    ['[journals.Broker]', 'Address = from-field', '[journals]', 'broker.address = from-long-name', 'address = lower-case', '[journals.list]', 'l = from-short'].join('\n'),
+  );
+
+  it('searches the sections in order, then the keys in order', () => {
+    assert.equal(iniLookup(ini, ['journals.Broker', 'journals'], ['Address', 'broker.address']), 'from-field');
+    assert.equal(iniLookup(ini, ['journals'], ['Address', 'broker.address']), 'from-long-name');
+    assert.equal(iniLookup(ini, ['journals.list'], ['Selector', 'selector', 'l']), 'from-short');
+  });
+
+  it('prefers an exact key over a case-insensitive one', () => {
+    assert.equal(iniLookup(ini, ['journals'], ['broker.address']), 'from-long-name');
+    assert.equal(iniLookup(ini, ['journals'], ['ADDRESS']), 'lower-case');
+  });
+
+  it('finds nothing in missing sections or without a file', () => {
+    assert.equal(iniLookup(ini, ['shards.Broker'], ['Address']), undefined);
+    assert.equal(iniLookup(undefined, ['journals'], ['Zone']), undefined);
+  });
+});
+
+describe('findIniFile / loadIni', () => {
+  let dir = '';
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'gazctl-ini-unit-'));
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('uses ./gazctl.ini first, then $HOME/.config/gazette/gazctl.ini, then $UserProfile', () => {
+    const cwd = join(dir, 'cwd');
+    const home = join(dir, 'home');
+    const profile = join(dir, 'profile');
+    for (const d of [cwd, join(home, '.config/gazette'), join(profile, '.config/gazette')]) mkdirSync(d, { recursive: true });
+    const env = { HOME: home, UserProfile: profile };
+    assert.equal(findIniFile(cwd, env), undefined);
+    writeFileSync(join(profile, '.config/gazette/gazctl.ini'), '');
+    assert.equal(findIniFile(cwd, env), join(profile, '.config/gazette/gazctl.ini'));
+    writeFileSync(join(home, '.config/gazette/gazctl.ini'), '');
+    assert.equal(findIniFile(cwd, env), join(home, '.config/gazette/gazctl.ini'));
+    writeFileSync(join(cwd, 'gazctl.ini'), '');
+    assert.equal(findIniFile(cwd, env), join(cwd, 'gazctl.ini'));
+  });
+
+  it('loads nothing without a path, and reports an unreadable file', () => {
+    assert.equal(loadIni(undefined), undefined);
+    assert.throws(() => loadIni(dir), /cannot read configuration file/);
+    const p = join(dir, 'ok.ini');
+    writeFileSync(p, '[journals]\nZone = z\n');
+    assert.equal(loadIni(p)!.sections.get('journals')!.get('Zone'), 'z');
+  });
+});
+
+// ---- precedence through the real CLI ---------------------------------------------------------
+
+describe('precedence: command line > gazctl.ini > environment > default', { timeout: 120_000 }, () => {
+  let cwd = '';
+  const INI = '127.0.0.1:1';
+  const ENV = '127.0.0.1:2';
+  const FLAG = '127.0.0.1:3';
+
+  before(() => {
+    cwd = mkdtempSync(join(tmpdir(), 'gazctl-ini-cli-'));
+  });
+  after(() => rmSync(cwd, { recursive: true, force: true }));
+
+  /** Runs `journals list` in `cwd` against unreachable brokers; returns the address it gave up on. */
+  async function dialled(args: string[], env: Record<string, string>): Promise<string> {
+    const all = ['journals', 'list', ...args];
+    const r = await runGazctl(all, { cwd, env, timeoutMs: 30_000 });
+    assert.equal(r.code, 1, describeResult(all, r));
+    const m = /broker (\S+) is unreachable/.exec(r.stderr);
+    assert.ok(m, `expected "broker … is unreachable"\n${describeResult(all, r)}`);
+    return m[1]!;
+  }
+
+  function ini(text: string | undefined): void {
+    const p = join(cwd, 'gazctl.ini');
+    if (text === undefined) rmSync(p, { force: true });
+    else writeFileSync(p, text);
+  }
+
+  it('broker address: default, then environment, then gazctl.ini, then the flag', async () => {
+    ini(undefined);
+    assert.equal(await dialled(['--timeout', '1s'], {}), 'http://localhost:8080');
+    assert.equal(await dialled(['--timeout', '1s'], { BROKER_ADDRESS: `http://${ENV}` }), `http://${ENV}`);
+    ini(`[journals.Broker]\nAddress = http://${INI}\n`);
+    assert.equal(await dialled(['--timeout', '1s'], {}), `http://${INI}`);
+    assert.equal(await dialled(['--timeout', '1s'], { BROKER_ADDRESS: `http://${ENV}` }), `http://${INI}`, 'gazctl.ini beats the environment');
+    assert.equal(
+      await dialled(['--timeout', '1s', '--broker.address', `http://${FLAG}`], { BROKER_ADDRESS: `http://${ENV}` }),
+      `http://${FLAG}`,
+      'the command line beats gazctl.ini',
+    );
+  });
+
+  it('the namespaced long name works in the group section', async () => {
+    ini(`[journals]\nbroker.address = http://${INI}\n`);
+    assert.equal(await dialled(['--timeout', '1s'], { BROKER_ADDRESS: `http://${ENV}` }), `http://${INI}`);
+  });
+
+  it('a gazctl.ini timeout beats GAZCTL_TIMEOUT', async () => {
+    ini(`[journals]\nbroker.address = http://${INI}\nTimeout = 1s\n`);
+    const t0 = Date.now();
+    assert.equal(await dialled([], { GAZCTL_TIMEOUT: '40s' }), `http://${INI}`);
+    assert.ok(Date.now() - t0 < 15_000, `gave up after ${Date.now() - t0} ms: the environment's 40s won`);
+  });
+
+  it('sub-command options: gazctl.ini fills what the command line leaves out', async () => {
+    // Specs that fail validation (replication 9) are refused before anything is dialled, with an
+    // error naming the file that was read: SpecsPath from [journals.apply], or --specs.
+    const spec = (name: string) => `name: ${name}\nreplication: 9\nfragment:\n  length: 1024\n  compression_codec: NONE\n  refresh_interval: 1m\n`;
+    writeFileSync(join(cwd, 'from-ini.yaml'), spec('ini/journal'));
+    writeFileSync(join(cwd, 'from-flag.yaml'), spec('flag/journal'));
+    ini(`[journals]\nbroker.address = http://${INI}\n[journals.apply]\nSpecsPath = from-ini.yaml\n`);
+    let r = await runGazctl(['journals', 'apply'], { cwd, timeoutMs: 30_000 });
+    assert.equal(r.code, 1, describeResult(['journals', 'apply'], r));
+    assert.match(r.stderr, /^gazctl: from-ini\.yaml: .*"ini\/journal".*replication/m);
+    // --specs on the command line wins over SpecsPath.
+    r = await runGazctl(['journals', 'apply', '--specs', 'from-flag.yaml'], { cwd, timeoutMs: 30_000 });
+    assert.equal(r.code, 1, describeResult(['journals', 'apply'], r));
+    assert.match(r.stderr, /^gazctl: from-flag\.yaml: .*"flag\/journal".*replication/m);
+    assert.doesNotMatch(r.stderr, /ini\/journal/);
+  });
+
+  it('a bad value in gazctl.ini is refused naming the option and the file', async () => {
+    ini('[journals.Broker]\nSize = lots\n');
+    const r = await runGazctl(['journals', 'list'], { cwd, timeoutMs: 30_000 });
+    assert.equal(r.code, 2, describeResult(['journals', 'list'], r));
+    assert.match(r.stderr, /^gazctl: --broker\.cache\.size: expected an integer, got "lots" \(from .*gazctl\.ini\)\n$/);
+  });
+
+  it('a malformed gazctl.ini fails every command with one line naming the file and line', async () => {
+    ini('[journals]\nZone = a\n[journals.Broker\n');
+    const r = await runGazctl(['journals', 'list'], { cwd, timeoutMs: 30_000 });
+    assert.equal(r.code, 1, describeResult(['journals', 'list'], r));
+    assert.equal(r.stdout.length, 0);
+    assert.match(r.stderr, /^gazctl: .*gazctl\.ini:3: malformed section header.*\n$/);
+  });
+});
