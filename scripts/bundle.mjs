@@ -1,0 +1,143 @@
+// Bundles the CLI for a fast cold start (`npm run build` runs this after tsc and `oclif manifest`).
+//
+// dist/bundle/ gets:
+//   oclif-core.cjs        @oclif/core and its dependencies in one file (instead of ~160 files
+//                         that Node resolves and compiles one by one);
+//   commands-impl.cjs     every command (from the tsc output dist/src/commands), with the code
+//                         it needs; its `@oclif/core` is ./oclif-core.cjs, so there is one copy
+//                         of oclif in the process;
+//   commands.cjs          the target of oclif's "explicit" command discovery (COMMANDS), which
+//                         bin/run.js sets at run time; oclif loads it only to run a command, so
+//                         `--help` never loads gRPC, protobuf, YAML or prompt code;
+//   load.cjs              loads those files with the V8 code cache (scripts/bundle-loader.cjs);
+//   *.v8cache             the code caches, written by running a few commands.
+//
+// The tsc output, oclif.manifest.json (which help and command lookup read) and the package.json
+// oclif config are unchanged; bin/run.js falls back to them when there is no bundle.
+//
+// Usage: node scripts/bundle.mjs   (after tsc)
+import { build } from 'esbuild';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const distSrc = join(root, 'dist', 'src');
+const commandsDir = join(distSrc, 'commands');
+const outdir = join(root, 'dist', 'bundle');
+
+function fail(message) {
+  console.error(`bundle: ${message}`);
+  process.exit(1);
+}
+
+if (!existsSync(commandsDir)) fail(`${relative(root, commandsDir)} not found (run tsc first)`);
+
+// Command files and ids, as oclif's "pattern" discovery finds them for `oclif.commands`
+// (./dist/src/commands): .js files except tests; the id is the path with ":" separators, an
+// index file naming its directory.
+function walk(dir, out = []) {
+  for (const name of readdirSync(dir).sort()) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) walk(p, out);
+    else if (/\.(js|mjs|cjs)$/.test(name) && !/\.(test|spec)\.(js|mjs|cjs)$/.test(name)) out.push(p);
+  }
+  return out;
+}
+const commands = walk(commandsDir).map((file) => {
+  const parts = relative(commandsDir, file).replace(/\.(js|mjs|cjs)$/, '').split(sep);
+  if (parts[parts.length - 1] === 'index') parts.pop();
+  return { id: parts.join(':'), file };
+});
+if (commands.length === 0) fail('no commands found');
+
+// COMMANDS maps each id to its class, picked from the module the way oclif picks it (the
+// default export, else the first export with a static run()).
+const commandsEntry = [
+  ...commands.map((c, i) => `import * as m${i} from ${JSON.stringify('./' + relative(distSrc, c.file).split(sep).join('/'))};`),
+  `const pick = (m) => (typeof m.default?.run === 'function' ? m.default : Object.values(m).find((v) => typeof v?.run === 'function'));`,
+  `export const COMMANDS = {`,
+  ...commands.map((c, i) => `  ${JSON.stringify(c.id)}: pick(m${i}),`),
+  `};`,
+].join('\n');
+
+const common = {
+  absWorkingDir: root,
+  bundle: true,
+  format: 'cjs',
+  platform: 'node',
+  target: 'node20',
+  // The ESM sources (ours, chalk, inquirer...) are strict mode code; keep them so. (An ESM
+  // bundle would make everything strict just the same.)
+  banner: { js: "'use strict';" },
+  // Class and function names stay as written: error names come from class names. No
+  // minifying: it saves nothing measurable once the code cache is in place, and readable
+  // stack traces do (--log.level debug).
+  keepNames: true,
+  legalComments: 'none',
+  logLevel: 'warning',
+  metafile: true,
+};
+
+rmSync(outdir, { recursive: true, force: true });
+mkdirSync(outdir, { recursive: true });
+
+const core = await build({
+  ...common,
+  stdin: { contents: "module.exports = require('@oclif/core');", resolveDir: root, sourcefile: 'oclif-core-entry.cjs', loader: 'js' },
+  outfile: join(outdir, 'oclif-core.cjs'),
+  // oclif reads tsconfig.json with TypeScript only when it looks for TypeScript sources, which
+  // bin/run.js turns off for the bundle; keep the compiler out.
+  external: ['typescript'],
+});
+
+const impl = await build({
+  ...common,
+  stdin: { contents: commandsEntry, resolveDir: distSrc, sourcefile: 'commands-entry.js', loader: 'js' },
+  outfile: join(outdir, 'commands-impl.cjs'),
+  plugins: [
+    {
+      name: 'shared-oclif-core',
+      setup(b) {
+        b.onResolve({ filter: /^@oclif\/core(\/.*)?$/ }, (args) =>
+          args.path === '@oclif/core'
+            ? { path: './oclif-core.cjs', external: true }
+            : { errors: [{ text: `${args.path}: import @oclif/core itself, so that the bundle shares one copy of oclif` }] },
+        );
+      },
+    },
+  ],
+});
+
+writeFileSync(
+  join(outdir, 'commands.cjs'),
+  "'use strict';\n// oclif's explicit command discovery target: COMMANDS, loaded with the code cache.\n" +
+    "module.exports = require('./load.cjs').load(require('node:path').join(__dirname, 'commands-impl.cjs'));\n",
+);
+copyFileSync(join(root, 'scripts', 'bundle-loader.cjs'), join(outdir, 'load.cjs'));
+
+// One copy of each library: nothing but our code and its own dependencies in commands-impl.
+const coreInputs = new Set(Object.keys(core.metafile.inputs));
+const shared = Object.keys(impl.metafile.inputs).filter((p) => coreInputs.has(p));
+if (shared.length) console.warn(`bundle: note: also bundled with oclif: ${shared.join(', ')}`);
+
+// Code caches: run help and a command start (an unreachable broker, so it fails fast) the way
+// an operator would, in a clean environment, and let load.cjs write the caches at exit.
+const sandbox = mkdtempSync(join(tmpdir(), 'gazctl-bundle-'));
+const env = { PATH: process.env.PATH ?? '', HOME: sandbox, GAZCTL_WRITE_CODE_CACHE: '1' };
+const runs = [
+  ['journals', 'list', '--help'],
+  ['journals', 'list', '--broker.address', 'http://127.0.0.1:1', '--timeout', '1s'],
+];
+for (const args of runs) {
+  const r = spawnSync(process.execPath, [join(root, 'bin', 'run.js'), ...args], { cwd: sandbox, env, stdio: ['ignore', 'ignore', 'pipe'], timeout: 30_000 });
+  if (r.error || r.signal) console.warn(`bundle: warning: gazctl ${args.join(' ')}: ${r.error?.message ?? r.signal}`);
+}
+rmSync(sandbox, { recursive: true, force: true });
+const caches = readdirSync(outdir).filter((n) => n.endsWith('.v8cache'));
+if (caches.length !== 2) console.warn(`bundle: warning: code caches written: ${caches.join(', ') || 'none'} (start-up will be slower)`);
+
+const size = (n) => `${n} ${(statSync(join(outdir, n)).size / 1024).toFixed(0)} KiB`;
+console.log(`bundle: ${commands.length} commands (${commands.map((c) => c.id).join(', ')}) -> dist/bundle: ${readdirSync(outdir).sort().map(size).join(', ')}`);
