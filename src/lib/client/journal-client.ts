@@ -19,6 +19,7 @@ import {
   type ReadResponse,
   type Route,
 } from '../protocol/gen/broker/protocol.js';
+import { applyInBatches } from './batches.js';
 import { nanosToDuration } from '../protocol/duration.js';
 import { BrokerStatusError, GazctlError, TransportError } from '../protocol/errors.js';
 import { Appender, type AppendOptions, type AppendTransport } from './appender.js';
@@ -233,38 +234,20 @@ export class JournalClient implements ReadTransport, AppendTransport {
    * stopping at the first failing batch. Returns the last batch's response.
    */
   async apply(changes: ApplyRequest_Change[], opts: CallOptions & { maxTxnSize?: number } = {}): Promise<ApplyResponse> {
-    const size = opts.maxTxnSize && opts.maxTxnSize > 0 ? opts.maxTxnSize : Math.max(changes.length, 1);
-    const batches: ApplyRequest_Change[][] = [];
-    for (let i = 0; i < changes.length; i += size) batches.push(changes.slice(i, i + size));
-    if (batches.length === 0) batches.push([]);
-    let applied = 0;
-    let last: ApplyResponse | undefined;
-    for (let b = 0; b < batches.length; b++) {
-      const batch = batches[b]!;
-      const context =
-        batches.length > 1
-          ? `applying journal specs: batch ${b + 1} of ${batches.length} failed (${applied} of ${changes.length} changes already applied)`
-          : 'applying journal specs';
-      let res: ApplyResponse;
-      try {
-        res = await this.withRetry('applying journal specs', opts, (deadline) =>
+    return applyInBatches(
+      changes,
+      opts.maxTxnSize,
+      'applying journal specs',
+      (batch) =>
+        this.withRetry('applying journal specs', opts, (deadline) =>
           unaryCall<ApplyResponse>(
             (md, o, cb) => this.pool.journal().apply({ changes: batch }, md, o, cb),
             this.pool.metadata(claimsFor.journalApply()),
             { signal: opts.signal, deadline },
           ),
-        );
-      } catch (err) {
-        if (batches.length > 1 && err instanceof TransportError) {
-          throw new TransportError(`${context}: ${err.message}`, err.code, { cause: err });
-        }
-        throw err;
-      }
-      if (res.status !== Status.OK) throw new BrokerStatusError(res.status, context);
-      applied += batch.length;
-      last = res;
-    }
-    return last!;
+        ),
+      (status, context) => new BrokerStatusError(status, context),
+    );
   }
 
   // ---- ListFragments / FragmentStoreHealth ----------------------------------------------------

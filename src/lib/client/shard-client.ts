@@ -11,6 +11,7 @@ import {
   type StatResponse,
   type UnassignResponse,
 } from '../protocol/gen/consumer/protocol.js';
+import { applyInBatches } from './batches.js';
 import { ConsumerStatusError, TransportError } from '../protocol/errors.js';
 import { claimsFor } from './auth.js';
 import { ConnectionPool, type ServiceConfig } from './dial.js';
@@ -110,36 +111,20 @@ export class ShardClient {
    * stopping at the first failing batch. Returns the last batch's response.
    */
   async apply(changes: ApplyRequest_Change[], opts: CallOptions & { maxTxnSize?: number } = {}): Promise<ApplyResponse> {
-    const size = opts.maxTxnSize && opts.maxTxnSize > 0 ? opts.maxTxnSize : Math.max(changes.length, 1);
-    const batches: ApplyRequest_Change[][] = [];
-    for (let i = 0; i < changes.length; i += size) batches.push(changes.slice(i, i + size));
-    if (batches.length === 0) batches.push([]);
-    let applied = 0;
-    let last: ApplyResponse | undefined;
-    for (let b = 0; b < batches.length; b++) {
-      const batch = batches[b]!;
-      const context =
-        batches.length > 1
-          ? `applying shard specs: batch ${b + 1} of ${batches.length} failed (${applied} of ${changes.length} changes already applied)`
-          : 'applying shard specs';
-      let res: ApplyResponse;
-      try {
-        res = await this.call('applying shard specs', opts, (deadline) =>
+    return applyInBatches(
+      changes,
+      opts.maxTxnSize,
+      'applying shard specs',
+      (batch) =>
+        this.call('applying shard specs', opts, (deadline) =>
           unaryCall<ApplyResponse>(
             (md, o, cb) => this.pool.shard().apply({ changes: batch, extension: Buffer.alloc(0) }, md, o, cb),
             this.pool.metadata(claimsFor.shardApply()),
             { signal: opts.signal, deadline },
           ),
-        );
-      } catch (err) {
-        if (batches.length > 1 && err instanceof TransportError) throw new TransportError(`${context}: ${err.message}`, err.code, { cause: err });
-        throw err;
-      }
-      if (res.status !== Status.OK) throw new ConsumerStatusError(res.status, context);
-      applied += batch.length;
-      last = res;
-    }
-    return last!;
+        ),
+      (status, context) => new ConsumerStatusError(status, context),
+    );
   }
 
   /**
