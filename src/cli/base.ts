@@ -43,7 +43,7 @@ function serviceFlags(prefix: 'broker' | 'consumer', title: string) {
 
 function serviceSpecs(prefix: 'broker' | 'consumer', section: string): Record<string, GlobalSpec> {
   const up = prefix.toUpperCase();
-  const def = prefix === 'broker' ? 'http://localhost:8080' : 'http://localhost:8080';
+  const def = 'http://localhost:8080'; // upstream's default for both services
   return {
     [`${prefix}.address`]: { field: 'Address', section, env: `${up}_ADDRESS`, def },
     [`${prefix}.cert-file`]: { field: 'CertFile', section, env: `${up}_CERT_FILE`, def: '' },
