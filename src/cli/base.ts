@@ -8,7 +8,7 @@ import { parseGoDuration } from '../lib/protocol/duration.js';
 import { Logger, LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from './log.js';
 
 /** Exit codes scripts can rely on. */
-export const EXIT = { OK: 0, ERROR: 1, USAGE: 2, INTERRUPTED: 130 } as const;
+export const EXIT = { OK: 0, ERROR: 1, USAGE: 2 } as const;
 
 /** A usage problem: bad flag combination or value. Exit code 2. */
 export class UsageError extends GazctlError {
