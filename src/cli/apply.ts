@@ -2,7 +2,7 @@
 // rendering, batched application with progress, and errors that tell the operator exactly
 // what was and was not applied.
 import { GazctlError } from '../lib/protocol/errors.js';
-import { batchChanges, ETCD_DEFAULT_MAX_TXN_OPS } from '../lib/spec/batch.js';
+import { batchChanges, ETCD_DEFAULT_MAX_TXN_OPS } from '../lib/client/batch.js';
 
 export interface PlannedChange {
   /** Journal name or shard ID. */

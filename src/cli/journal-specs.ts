@@ -1,8 +1,8 @@
 // YAML → validated journal changes, shared by `journals apply` and `journals edit`.
 import type { ApplyRequest_Change, LabelSelector, ListResponse, ListResponse_Journal } from '../lib/protocol/gen/broker/protocol.js';
 import { journalSpecToJson } from '../lib/protocol/protojson.js';
-import { decodeJournalTree, flattenJournalTree, validateJournalTree } from '../lib/spec/journalspace.js';
-import { validateJournalApplyRequest } from '../lib/protocol/validate.js';
+import { decodeJournalTree, flattenJournalTree, validateJournalTree } from '../lib/journalspace/journalspace.js';
+import { validateJournalApplyRequest } from '../lib/protocol/validate/index.js';
 import { GazctlError, ValidationError } from '../lib/protocol/errors.js';
 import { applyInBatches, type PlannedChange } from './apply.js';
 

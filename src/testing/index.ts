@@ -5,6 +5,8 @@ export * from './peers.js';
 export * from './ports.js';
 export * from './process.js';
 export * from './etcd.js';
+export * from './brokers.js';
 export * from './cluster.js';
+export * from './assignments.js';
 export * from './gazctl-go.js';
 export * from './stubs.js';

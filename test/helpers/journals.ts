@@ -1,6 +1,6 @@
 // Shared pieces of the journals acceptance suites (test/integration/journals-*.test.ts): running
 // our gazctl against a cluster with assertions, partition-key hashing computed independently of
-// src/ (gazctl.md §3.5), deterministic test data, and small file/hash utilities.
+// src/, deterministic test data, and small file/hash utilities.
 
 import { credentials, Metadata } from '@grpc/grpc-js';
 import assert from 'node:assert/strict';
@@ -54,7 +54,7 @@ export async function listJson(cluster: Cluster, selector?: string): Promise<Jso
   return doc.journals ?? [];
 }
 
-// ---- partition-key mappings (gazctl.md §3.5), computed independently of src/ -----------------
+// ---- partition-key mappings, computed independently of src/ -----------------
 
 /** 32-bit FNV-1a (offset basis 2166136261, prime 16777619), unsigned. */
 export function fnv1a32(data: Uint8Array | string): number {

@@ -230,7 +230,7 @@ describe('bad inputs: one clear line, a trustworthy exit status, nothing changed
     });
   }
 
-  test('read of a selector matching nothing: exit 0, one warning, no output (gazctl.md §3.4)', async () => {
+  test('read of a selector matching nothing: exit 0, one warning, no output', async () => {
     for (const extra of [[], ['--block']]) {
       const args = ['journals', 'read', '-l', 'app=nothing', ...extra];
       const before = await snapshot();

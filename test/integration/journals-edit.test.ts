@@ -1,4 +1,4 @@
-// `journals edit` end to end (gazctl.md §3.3, §3.19; docs/divergences.md D3, D4, D9): our gazctl
+// `journals edit` end to end: our gazctl
 // runs against a real broker with GAZ_EDITOR pointing at a scripted "editor" (a small node
 // program) that records every buffer it is shown and then edits, breaks, fixes, empties or
 // leaves the file as told. Each test owns its journals (prefix eN/), so none depends on another.

@@ -189,7 +189,7 @@ describe('journals read across broker restarts (acceptance, 3 Go brokers)', { ti
     }
   });
 
-  test('a read warns on stderr about its retries while its broker is down (gazctl.md §3.4)', async () => {
+  test('a read warns on stderr about its retries while its broker is down', async () => {
     await healed();
     const args = ['journals', 'read', '-l', `name=${JOURNAL}`, '--block', '--tail', '--log.level', 'info', '--log.format', 'json'];
     const reader = spawnGazctl(args, { env: brokerEnv(cluster, 0), timeoutMs: 120_000 });

@@ -4,9 +4,9 @@ import { GazctlCommand, journalsBaseFlags, UsageError } from '../../cli/base.js'
 import { selectorFlag, selectorFrom } from '../../cli/flags.js';
 import { openJournalClient } from '../../cli/clients.js';
 import { GazctlError } from '../../lib/protocol/errors.js';
-import { RecordSplitter, keyOfRecord } from '../../lib/append/framing.js';
-import { JournalSet, type Mapping } from '../../lib/append/mapping.js';
-import { AppendService } from '../../lib/append/service.js';
+import { RecordSplitter, keyOfRecord } from '../../lib/message/framing.js';
+import { JournalSet, type Mapping } from '../../lib/message/mapping.js';
+import { AppendService } from '../../lib/client/append-service.js';
 import { type ListResponse } from '../../lib/protocol/gen/broker/protocol.js';
 
 const FRAMINGS = ['none', 'lines', 'fixed'] as const;

@@ -3,7 +3,7 @@ import { maxTxnSizeFlag, selectorFlag, selectorFrom } from '../../cli/flags.js';
 import { openJournalClient } from '../../cli/clients.js';
 import { editLoop } from '../../cli/editor.js';
 import { applyJournalChanges, journalChangesFromYaml } from '../../cli/journal-specs.js';
-import { encodeJournalTree, journalTreeFromListing } from '../../lib/spec/journalspace.js';
+import { encodeJournalTree, journalTreeFromListing } from '../../lib/journalspace/journalspace.js';
 import { GazctlError } from '../../lib/protocol/errors.js';
 import { formatLabelSelector } from '../../lib/protocol/selector.js';
 

@@ -4,7 +4,7 @@ import { selectorFlag, selectorFrom } from '../../cli/flags.js';
 import { outputFlag, renderTable } from '../../cli/render.js';
 import { openJournalClient } from '../../cli/clients.js';
 import { journalListResponseToJson } from '../../lib/protocol/protojson.js';
-import { encodeJournalTree, journalTreeFromListing } from '../../lib/spec/journalspace.js';
+import { encodeJournalTree, journalTreeFromListing } from '../../lib/journalspace/journalspace.js';
 import { labelValues } from '../../lib/protocol/labels.js';
 import { JournalSpec_Suspend_Level, type ListResponse } from '../../lib/protocol/gen/broker/protocol.js';
 

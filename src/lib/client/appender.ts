@@ -1,4 +1,4 @@
-// Appends (wire.md §1.4 Append, gazctl.md §3.5): one client-streaming RPC per append. The first
+// Appends: one client-streaming RPC per append. The first
 // message carries the parameters, then content-only messages, then one empty message commits;
 // half-closing without it rolls the append back.
 import { status as GrpcStatus, type ClientWritableStream, type ServiceError } from '@grpc/grpc-js';

@@ -1,4 +1,4 @@
-// Authorization metadata for Gazette RPCs (wire.md §7.3, gazctl.md §1.8): either a pre-shared
+// Authorization metadata for Gazette RPCs: either a pre-shared
 // bearer token forwarded verbatim, or a short-lived HS256 JWT minted per call from shared keys.
 import { createHmac } from 'node:crypto';
 import type { Label, LabelSelector } from '../protocol/gen/broker/protocol.js';

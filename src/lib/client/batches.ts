@@ -1,6 +1,6 @@
 // Sequential Apply batches (`--max-txn-size`), shared by the journal and shard clients.
 import { TransportError } from '../protocol/errors.js';
-import { batchChanges } from '../spec/batch.js';
+import { batchChanges } from './batch.js';
 
 /**
  * Sends `changes` in batches of at most `maxTxnSize` (0 or absent: one request) one after

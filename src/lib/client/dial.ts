@@ -1,5 +1,5 @@
 // Connections: one gRPC channel per endpoint (http://, https://, unix://), shared by every stub
-// dialed to it, plus the per-call metadata carrying authorization (gazctl.md §1.7, §1.8).
+// dialed to it, plus the per-call metadata carrying authorization.
 import { readFileSync } from 'node:fs';
 import { Channel, ChannelCredentials, connectivityState, credentials, Metadata, type ChannelOptions } from '@grpc/grpc-js';
 import { JournalClient as GenJournalClient } from '../protocol/gen/broker/protocol.js';

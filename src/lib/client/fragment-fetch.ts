@@ -1,4 +1,4 @@
-// Direct fragment reads (wire.md §9): fetch a fragment object by its signed URL (or from a local
+// Direct fragment reads: fetch a fragment object by its signed URL (or from a local
 // root for file:// stores) and decompress it according to its codec.
 import { createReadStream } from 'node:fs';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
@@ -8,7 +8,7 @@ import { pipeline, type Readable } from 'node:stream';
 import * as zlib from 'node:zlib';
 import { CompressionCodec } from '../protocol/gen/broker/protocol.js';
 import { GazctlError } from '../protocol/errors.js';
-import { SnappyFramedDecoder } from './snappy.js';
+import { canDecode, CHUNK, decompressor } from '../codecs/index.js';
 
 /** A direct fragment read failed (HTTP status, I/O, corrupt or mis-sized content). */
 export class DirectReadError extends GazctlError {}
@@ -18,30 +18,6 @@ export class DirectReadError extends GazctlError {}
  * scheme without a handler, no file root); the caller should read through a broker instead.
  */
 export class DirectReadUnsupportedError extends DirectReadError {}
-
-const CHUNK = 256 * 1024;
-
-type ZstdFactory = (opts?: { chunkSize?: number }) => NodeJS.ReadWriteStream;
-
-function zstdFactory(): ZstdFactory | undefined {
-  const f = (zlib as unknown as { createZstdDecompress?: ZstdFactory }).createZstdDecompress;
-  return typeof f === 'function' ? f : undefined;
-}
-
-/** Whether this Node can decode `codec` itself. */
-export function canDecode(codec: CompressionCodec): boolean {
-  switch (codec) {
-    case CompressionCodec.NONE:
-    case CompressionCodec.GZIP:
-    case CompressionCodec.GZIP_OFFLOAD_DECOMPRESSION:
-    case CompressionCodec.SNAPPY:
-      return true;
-    case CompressionCodec.ZSTANDARD:
-      return zstdFactory() !== undefined;
-    default:
-      return false;
-  }
-}
 
 function httpGet(url: URL, acceptEncoding: string, signal?: AbortSignal): Promise<IncomingMessage> {
   const req = url.protocol === 'https:' ? httpsRequest : httpRequest;
@@ -119,19 +95,8 @@ export async function openFragment(
 
   const stages: NodeJS.ReadWriteStream[] = [];
   if (transportGzip) stages.push(zlib.createGunzip({ chunkSize: CHUNK }));
-  switch (codec) {
-    case CompressionCodec.GZIP:
-      stages.push(zlib.createGunzip({ chunkSize: CHUNK }));
-      break;
-    case CompressionCodec.SNAPPY:
-      stages.push(new SnappyFramedDecoder());
-      break;
-    case CompressionCodec.ZSTANDARD:
-      stages.push(zstdFactory()!({ chunkSize: CHUNK }));
-      break;
-    default:
-      break; // NONE, GZIP_OFFLOAD_DECOMPRESSION (handled by transportGzip)
-  }
+  const decoder = decompressor(codec);
+  if (decoder) stages.push(decoder);
   if (stages.length === 0) return { stream: raw, skipped };
   const last = stages[stages.length - 1] as unknown as Readable;
   // pipeline() destroys every stage on error, so the error surfaces on the last one.

@@ -22,6 +22,7 @@ export {
   type RetryOptions,
 } from './retry.js';
 export { RouteCache, pickEndpoint, type DispatchOptions, type EndpointState } from './route-cache.js';
-export { openFragment, canDecode, DirectReadError, DirectReadUnsupportedError, type OpenFragmentOptions, type OpenedFragment } from './fragment-fetch.js';
-export { decodeSnappyBlock, SnappyFramedDecoder, SnappyError, crc32c, maskedCrc32c } from './snappy.js';
+export { openFragment, DirectReadError, DirectReadUnsupportedError, type OpenFragmentOptions, type OpenedFragment } from './fragment-fetch.js';
 export { retryCall, transportError, describeGrpcError, type CallOptions, type RetryHook } from './rpc.js';
+export { batchChanges, ETCD_DEFAULT_MAX_TXN_OPS } from './batch.js';
+export * from './append-service.js';

@@ -1,5 +1,5 @@
-// JournalClient: a routed, retrying client of the protocol.Journal service (wire.md §1.3-§1.4,
-// §7; gazctl.md §1.7). Wraps the generated grpc-js stub.
+// JournalClient: a routed, retrying client of the protocol.Journal service (its List, Apply, Read,
+// Append, ListFragments and FragmentStoreHealth RPCs). Wraps the generated grpc-js stub.
 import type { ClientReadableStream, ClientWritableStream, ServiceError } from '@grpc/grpc-js';
 import {
   JournalService,

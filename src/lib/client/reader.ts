@@ -1,4 +1,4 @@
-// A retrying journal reader (gazctl.md §3.4): an async iterable of content chunks that tracks
+// A retrying journal reader: an async iterable of content chunks that tracks
 // the next offset to read, adopts the broker's offset jumps, reopens the Read stream at that
 // offset after transient failures (so no byte is missed or repeated), and reads persisted
 // fragments directly from their stores when the broker hands back a fragment URL.

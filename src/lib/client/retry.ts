@@ -88,7 +88,7 @@ export function isTransientStreamCode(code: number | undefined): boolean {
   }
 }
 
-/** Broker statuses that clear up by themselves (routing and assignment churn), wire.md §7.2. */
+/** Broker statuses that clear up by themselves (routing and assignment churn). */
 export function isTransientBrokerStatus(s: Status): boolean {
   switch (s) {
     case Status.NO_JOURNAL_PRIMARY_BROKER:

@@ -1,4 +1,4 @@
-// Route cache and dispatch (wire.md §7.1): remembers item → Route for a while and picks which
+// Route cache and dispatch: remembers item → Route for a while and picks which
 // member endpoint an RPC about that item should be sent to.
 import type { Route } from '../protocol/gen/broker/protocol.js';
 

@@ -1,4 +1,4 @@
-// ShardClient: a retrying client of the consumer.Shard service (wire.md §2.3). All RPCs are
+// ShardClient: a retrying client of the consumer.Shard service. All RPCs are
 // unary. List/Apply/GetHints/Unassign go to the configured address; Stat goes to the shard's
 // primary when the route cache knows it.
 import type { LabelSelector, Route } from '../protocol/gen/broker/protocol.js';

@@ -1,10 +1,10 @@
 // Fragment helpers: SHA1 sums, codec extensions, content names and paths, store-listing parsing
-// and the CoverSet index (wire.md §1.1, §4).
+// and the CoverSet index.
 import { posix } from 'node:path';
 
 import { ValidationError } from './errors.js';
 import { CompressionCodec, type Fragment, type SHA1Sum } from './gen/broker/protocol.js';
-import { validateFragment } from './validate.js';
+import { validateFragment } from './validate/index.js';
 
 /** Splits a 20-byte SHA1 digest into its three big-endian parts. */
 export function sumFromDigest(buf: Uint8Array): SHA1Sum {
@@ -120,7 +120,7 @@ function parseHexOffset(s: string, what: string, rel: string): bigint {
 }
 
 /**
- * Parses a store-listing path relative to `<journal>/` into a Fragment (wire.md §4.3). mod_time
+ * Parses a store-listing path relative to `<journal>/` into a Fragment. mod_time
  * and backing_store are left zero for the caller to fill in.
  */
 export function parseFragmentPath(journal: string, rel: string): Fragment {
@@ -166,8 +166,8 @@ export function parseFragmentPath(journal: string, rel: string): Fragment {
 }
 
 /**
- * The set of fragments that cover a journal's offsets, as a broker's index keeps it (wire.md
- * §4.4): ordered by begin with strictly increasing begins and ends; no member contains another.
+ * The set of fragments that cover a journal's offsets, as a broker's index keeps it:
+ * ordered by begin with strictly increasing begins and ends; no member contains another.
  */
 export class CoverSet {
   private items: Fragment[] = [];

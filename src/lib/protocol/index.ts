@@ -9,7 +9,16 @@ export * from './duration.js';
 export * from './errors.js';
 export * from './labels.js';
 export * from './selector.js';
-export * from './validate.js';
+export * from './validate/index.js';
 export * from './fragment.js';
 export * from './route.js';
 export * from './protojson.js';
+export * from './labelsets.js';
+export * from './enums.js';
+export {
+  journalSpecFromProtoJson,
+  journalsFromListJson,
+  parseProtoJsonDuration,
+  shardSpecFromProtoJson,
+  shardsFromListJson,
+} from './protojson-parse.js';

@@ -1,4 +1,4 @@
-// Labels and label sets: construction, lookup and validation (wire.md §5.3).
+// Labels and label sets: construction, lookup and validation.
 //
 // A LabelSet is kept sorted by (name, value) with no duplicates. Ordering compares strings by
 // their UTF-8 bytes, which is how the Go side orders them.

@@ -1,5 +1,5 @@
 // proto3-JSON output as upstream gazctl prints it for `-o json` (gogo jsonpb with original field
-// names and defaults emitted; gazctl.md §2.3): fields in field-number order, 64-bit integers as
+// names and defaults emitted): fields in field-number order, 64-bit integers as
 // strings, 32-bit integers as numbers, enums by name (unknown numbers bare), durations as
 // "<seconds>s", absent nullable messages and empty bytes as null, empty lists [] and empty maps {}.
 // "Always sent" message fields are never null: their zero value is printed instead.

@@ -1,4 +1,4 @@
-// Route and endpoint helpers (wire.md §1.2 Route, §7.1, §7.4).
+// Route and endpoint helpers.
 import { ValidationError } from './errors.js';
 import type { ProcessSpec_ID, Route } from './gen/broker/protocol.js';
 
@@ -66,7 +66,7 @@ export interface ParsedEndpoint {
 }
 
 /**
- * Maps an endpoint URL to a gRPC dial target (wire.md §7.4): `http://h:p` → `h:p`, `https://h` →
+ * Maps an endpoint URL to a gRPC dial target: `http://h:p` → `h:p`, `https://h` →
  * `h:443`, `http://h` → `h:80`, `unix://host/abs/path` → `unix:///abs/path`.
  */
 export function parseEndpoint(endpoint: string): ParsedEndpoint {

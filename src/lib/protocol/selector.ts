@@ -1,4 +1,4 @@
-// Label selectors: parsing, canonical printing and matching (wire.md §5.1, §5.2).
+// Label selectors: parsing, canonical printing and matching.
 import { ValidationError } from './errors.js';
 import type { JournalSpec, Label, LabelSelector, LabelSet } from './gen/broker/protocol.js';
 import type { ShardSpec } from './gen/consumer/protocol.js';
@@ -234,7 +234,7 @@ export function validateLabelSelector(sel: LabelSelector): void {
 }
 
 /**
- * Parses a label selector (wire.md §5.1). An empty string is the empty selector, which matches
+ * Parses a label selector. An empty string is the empty selector, which matches
  * everything. Throws ValidationError naming the text and the column of the problem.
  */
 export function parseLabelSelector(text: string): LabelSelector {
@@ -279,7 +279,7 @@ function labelMatches(sel: Label, l: Label): boolean {
 }
 
 /**
- * Whether `set` satisfies the selector (wire.md §5.2): no exclude label matches, and for every
+ * Whether `set` satisfies the selector: no exclude label matches, and for every
  * distinct include name at least one of its values matches.
  */
 export function matchesSelector(sel: LabelSelector | undefined, set: LabelSet | undefined): boolean {

@@ -1,5 +1,5 @@
 // gazctl.ini: the parser and lookups of src/lib/config/ini.ts, and — through the real CLI — the
-// precedence rule of gazctl.md §1.3: command line > gazctl.ini > environment > default.
+// precedence rule upstream's gazctl follows: command line > gazctl.ini > environment > default.
 //
 // The CLI runs need no cluster: which broker address was dialled shows in the error of an
 // unreachable one (`broker <address> is unreachable`), and sub-command options are observed with

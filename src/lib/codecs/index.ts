@@ -1,0 +1,58 @@
+// Fragment compression codecs: which ones this Node can decode, and a decompressing stream for
+// each. NONE needs none; GZIP is a (possibly multi-member) gzip stream; SNAPPY is the framed
+// snappy format; ZSTANDARD needs a zstd decoder, which Node 20's zlib lacks.
+// GZIP_OFFLOAD_DECOMPRESSION objects are stored as gzip and served decompressed by the store, so
+// the caller decides whether bytes arrive compressed.
+import * as zlib from 'node:zlib';
+import { CompressionCodec } from '../protocol/gen/broker/protocol.js';
+import { SnappyFramedDecoder } from './snappy.js';
+
+export { decodeSnappyBlock, SnappyFramedDecoder, SnappyError, crc32c, maskedCrc32c } from './snappy.js';
+
+/** Output chunk size of the decompressors. */
+export const CHUNK = 256 * 1024;
+
+type ZstdFactory = (opts?: { chunkSize?: number }) => NodeJS.ReadWriteStream;
+
+function zstdFactory(): ZstdFactory | undefined {
+  const f = (zlib as unknown as { createZstdDecompress?: ZstdFactory }).createZstdDecompress;
+  return typeof f === 'function' ? f : undefined;
+}
+
+/** Whether this Node can decode `codec` itself. */
+export function canDecode(codec: CompressionCodec): boolean {
+  switch (codec) {
+    case CompressionCodec.NONE:
+    case CompressionCodec.GZIP:
+    case CompressionCodec.GZIP_OFFLOAD_DECOMPRESSION:
+    case CompressionCodec.SNAPPY:
+      return true;
+    case CompressionCodec.ZSTANDARD:
+      return zstdFactory() !== undefined;
+    default:
+      return false;
+  }
+}
+
+/**
+ * A stream decompressing `codec`'s stored bytes, or undefined where the bytes are stored as they
+ * are (NONE, GZIP_OFFLOAD_DECOMPRESSION). Throws for a codec `canDecode` refuses.
+ */
+export function decompressor(codec: CompressionCodec): NodeJS.ReadWriteStream | undefined {
+  switch (codec) {
+    case CompressionCodec.GZIP:
+      return zlib.createGunzip({ chunkSize: CHUNK });
+    case CompressionCodec.SNAPPY:
+      return new SnappyFramedDecoder();
+    case CompressionCodec.ZSTANDARD: {
+      const f = zstdFactory();
+      if (!f) throw new Error(`no zstd decoder in this Node.js (${process.version})`);
+      return f({ chunkSize: CHUNK });
+    }
+    case CompressionCodec.NONE:
+    case CompressionCodec.GZIP_OFFLOAD_DECOMPRESSION:
+      return undefined;
+    default:
+      throw new Error(`no decoder for codec ${CompressionCodec[codec] ?? codec}`);
+  }
+}

@@ -1,0 +1,12 @@
+// The journal hierarchy YAML format: decode, validate, flatten, build from listings, encode.
+export {
+  buildJournalApplyRequest,
+  decodeJournalTree,
+  encodeJournalTree,
+  flattenJournalTree,
+  isDirectoryNode,
+  journalTreeFromListing,
+  normalizeJournalSpec,
+  validateJournalTree,
+  type JournalNode,
+} from './journalspace.js';

@@ -1,0 +1,500 @@
+// The journal hierarchy YAML format ("journalspace"): decode, validate, flatten into Apply
+// changes, build from a List response (with hoisting), and encode exactly like Go gazctl.
+//
+// A node whose name is empty or ends in `/` is a directory: it only exists to share fields with
+// its children. Any other node is a terminal and stands for one journal. Zero-valued fields mean
+// "unset, inherit from the parent" (so a child cannot override a parent value back to zero).
+import type { Node as YNode } from 'yaml';
+import {
+  CompressionCodec,
+  JournalSpec_Flag,
+  JournalSpec_Suspend_Level,
+  type ApplyRequest,
+  type ApplyRequest_Change,
+  type JournalSpec,
+  type JournalSpec_Fragment,
+  type Label,
+  type ListResponse_Journal,
+} from '../protocol/gen/broker/protocol.js';
+import { ValidationError } from '../protocol/errors.js';
+import { validateJournalApplyRequest, validateJournalName } from '../protocol/validate/index.js';
+import { StrictDoc, emitGoYaml, enumNames, type YamlMapping, type YamlValue } from '../goyaml/goyaml.js';
+import {
+  INT32,
+  INT64,
+  cloneLabels,
+  decodeLabels,
+  durationOrUndefined,
+  encodeLabels,
+  nanos,
+  putDuration,
+} from '../goyaml/fields.js';
+import { byteCompare, intersectLabels, subtractLabels, unionLabels } from '../protocol/labelsets.js';
+
+/**
+ * One node of a journal hierarchy.
+ *
+ * * `spec` is a partial JournalSpec: zero values (0, "", empty lists, INVALID/NOT_SPECIFIED enums,
+ *   zero durations) are "unset". Its `labels`/`fragment` may be undefined (same as empty).
+ * * `fragment.stores`: an empty list is "absent" (inherit) unless `explicitEmptyStores` is true,
+ *   which records an explicit `stores: []` in the YAML (kept empty when flattening).
+ * * `spec.suspend`: undefined = absent; terminals only (never inherited, dropped on directories).
+ * * `delete`: undefined = unset (inherits the parent's), true/false = explicit.
+ * * `revision`: the journal's expected Etcd mod revision (0/undefined = must not exist, -1 = any).
+ * * `children`: directories only, full journal names, strictly ascending.
+ */
+export interface JournalNode {
+  comment?: string;
+  delete?: boolean;
+  spec: JournalSpec;
+  explicitEmptyStores?: boolean;
+  revision?: bigint;
+  children?: JournalNode[];
+}
+
+const CODECS = enumNames(CompressionCodec);
+const FLAGS = enumNames(JournalSpec_Flag);
+const LEVELS = enumNames(JournalSpec_Suspend_Level);
+
+/** Whether a node is a directory (empty name or trailing `/`). */
+export function isDirectoryNode(node: JournalNode): boolean {
+  const n = node.spec.name;
+  return n === '' || n.endsWith('/');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Spec helpers (all non-mutating).
+
+function emptyFragment(): JournalSpec_Fragment {
+  return {
+    length: 0n,
+    compression_codec: CompressionCodec.INVALID,
+    stores: [],
+    refresh_interval: undefined,
+    retention: undefined,
+    flush_interval: undefined,
+    path_postfix_template: '',
+  };
+}
+
+/** A fully-populated deep copy of a (possibly partial) spec. */
+export function normalizeJournalSpec(s: Partial<JournalSpec> | undefined): JournalSpec {
+  const f = s?.fragment;
+  return {
+    name: s?.name ?? '',
+    replication: s?.replication ?? 0,
+    labels: { labels: cloneLabels(s?.labels?.labels) },
+    fragment: {
+      ...emptyFragment(),
+      ...(f ?? {}),
+      stores: [...(f?.stores ?? [])],
+      refresh_interval: durationOrUndefined(nanos(f?.refresh_interval)),
+      retention: durationOrUndefined(nanos(f?.retention)),
+      flush_interval: durationOrUndefined(nanos(f?.flush_interval)),
+    },
+    flags: s?.flags ?? 0,
+    max_append_rate: s?.max_append_rate ?? 0n,
+    suspend: s?.suspend ? { level: s.suspend.level, offset: s.suspend.offset } : undefined,
+  };
+}
+
+const labelsOf = (s: JournalSpec): Label[] => s.labels?.labels ?? [];
+const fragOf = (s: JournalSpec): JournalSpec_Fragment => s.fragment ?? emptyFragment();
+const storesEq = (a: readonly string[], b: readonly string[]) =>
+  a.length === b.length && a.every((x, i) => x === b[i]);
+
+interface Flat {
+  spec: JournalSpec;
+  explicitEmptyStores: boolean;
+}
+
+function storesPresent(spec: JournalSpec, explicitEmpty: boolean | undefined): boolean {
+  return fragOf(spec).stores.length > 0 || explicitEmpty === true;
+}
+
+/** Child fields that are zero take the parent's value; labels merge per name (child wins). */
+function unionSpecs(child: Flat, parent: Flat): Flat {
+  const a = normalizeJournalSpec(child.spec);
+  const b = normalizeJournalSpec(parent.spec);
+  const af = a.fragment!;
+  const bf = b.fragment!;
+  let explicitEmptyStores = child.explicitEmptyStores;
+  if (a.replication === 0) a.replication = b.replication;
+  a.labels = { labels: unionLabels(labelsOf(a), labelsOf(b)) };
+  if (af.length === 0n) af.length = bf.length;
+  if (af.compression_codec === CompressionCodec.INVALID) af.compression_codec = bf.compression_codec;
+  if (!storesPresent(a, child.explicitEmptyStores)) {
+    af.stores = [...bf.stores];
+    explicitEmptyStores = parent.explicitEmptyStores;
+  }
+  if (nanos(af.refresh_interval) === 0n) af.refresh_interval = bf.refresh_interval;
+  if (nanos(af.retention) === 0n) af.retention = bf.retention;
+  if (nanos(af.flush_interval) === 0n) af.flush_interval = bf.flush_interval;
+  if (af.path_postfix_template === '') af.path_postfix_template = bf.path_postfix_template;
+  if (a.flags === JournalSpec_Flag.NOT_SPECIFIED) a.flags = b.flags;
+  if (a.max_append_rate === 0n) a.max_append_rate = b.max_append_rate;
+  // suspend is never inherited.
+  return { spec: a, explicitEmptyStores: explicitEmptyStores && af.stores.length === 0 };
+}
+
+/** Fields equal in both (values of `a`); suspend cleared. */
+function intersectSpecs(a0: Flat, b0: Flat): Flat {
+  const a = normalizeJournalSpec(a0.spec);
+  const b = normalizeJournalSpec(b0.spec);
+  const af = a.fragment!;
+  const bf = b.fragment!;
+  let explicitEmptyStores = a0.explicitEmptyStores && b0.explicitEmptyStores;
+  if (a.replication !== b.replication) a.replication = 0;
+  a.labels = { labels: intersectLabels(labelsOf(a), labelsOf(b)) };
+  if (af.length !== bf.length) af.length = 0n;
+  if (af.compression_codec !== bf.compression_codec) af.compression_codec = CompressionCodec.INVALID;
+  if (!storesEq(af.stores, bf.stores)) {
+    af.stores = [];
+    explicitEmptyStores = false;
+  }
+  if (nanos(af.refresh_interval) !== nanos(bf.refresh_interval)) af.refresh_interval = undefined;
+  if (nanos(af.retention) !== nanos(bf.retention)) af.retention = undefined;
+  if (nanos(af.flush_interval) !== nanos(bf.flush_interval)) af.flush_interval = undefined;
+  if (af.path_postfix_template !== bf.path_postfix_template) af.path_postfix_template = '';
+  if (a.flags !== b.flags) a.flags = JournalSpec_Flag.NOT_SPECIFIED;
+  if (a.max_append_rate !== b.max_append_rate) a.max_append_rate = 0n;
+  a.suspend = undefined;
+  return { spec: a, explicitEmptyStores };
+}
+
+/** `a` with every field equal to `b`'s zeroed (labels: names with equal value lists removed). */
+function subtractSpecs(a0: Flat, b0: Flat): Flat {
+  const a = normalizeJournalSpec(a0.spec);
+  const b = normalizeJournalSpec(b0.spec);
+  const af = a.fragment!;
+  const bf = b.fragment!;
+  let explicitEmptyStores = a0.explicitEmptyStores;
+  if (a.replication === b.replication) a.replication = 0;
+  a.labels = { labels: subtractLabels(labelsOf(a), labelsOf(b)) };
+  if (af.length === bf.length) af.length = 0n;
+  if (af.compression_codec === bf.compression_codec) af.compression_codec = CompressionCodec.INVALID;
+  if (storesEq(af.stores, bf.stores)) {
+    af.stores = [];
+    explicitEmptyStores = false;
+  }
+  if (nanos(af.refresh_interval) === nanos(bf.refresh_interval)) af.refresh_interval = undefined;
+  if (nanos(af.retention) === nanos(bf.retention)) af.retention = undefined;
+  if (nanos(af.flush_interval) === nanos(bf.flush_interval)) af.flush_interval = undefined;
+  if (af.path_postfix_template === bf.path_postfix_template) af.path_postfix_template = '';
+  if (a.flags === b.flags) a.flags = JournalSpec_Flag.NOT_SPECIFIED;
+  if (a.max_append_rate === b.max_append_rate) a.max_append_rate = 0n;
+  return { spec: a, explicitEmptyStores };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decoding.
+
+const NODE_KEYS = [
+  'comment', 'delete', 'name', 'replication', 'labels', 'fragment', 'flags', 'max_append_rate',
+  'suspend', 'revision', 'children',
+] as const;
+const FRAGMENT_KEYS = [
+  'length', 'compression_codec', 'stores', 'refresh_interval', 'retention', 'flush_interval',
+  'path_postfix_template',
+] as const;
+
+function decodeNode(doc: StrictDoc, yn: YNode | null): JournalNode {
+  const node: JournalNode = { spec: normalizeJournalSpec(undefined) };
+  const spec = node.spec;
+  const frag = spec.fragment!;
+  for (const e of doc.mapping(yn, 'journal node', NODE_KEYS)) {
+    const v = e.value;
+    switch (e.key) {
+      case 'comment':
+        node.comment = doc.string(v, 'comment');
+        break;
+      case 'delete': {
+        const d = doc.bool(v, 'delete');
+        if (d !== undefined) node.delete = d;
+        break;
+      }
+      case 'name':
+        spec.name = doc.string(v, 'name');
+        break;
+      case 'replication':
+        spec.replication = Number(doc.int(v, 'replication', ...INT32));
+        break;
+      case 'labels':
+        spec.labels = { labels: decodeLabels(doc, v) };
+        break;
+      case 'fragment':
+        for (const f of doc.mapping(v, 'fragment', FRAGMENT_KEYS, 'fragment')) {
+          const path = `fragment.${f.key}`;
+          switch (f.key) {
+            case 'length':
+              frag.length = doc.int(f.value, path, ...INT64);
+              break;
+            case 'compression_codec':
+              frag.compression_codec = doc.enumValue(f.value, path, 'CompressionCodec', CODECS, false);
+              break;
+            case 'stores': {
+              const items = doc.sequence(f.value, path);
+              frag.stores = (items ?? []).map((s, i) => doc.string(s, `${path}[${i}]`));
+              node.explicitEmptyStores = items !== undefined && items.length === 0 ? true : undefined;
+              if (node.explicitEmptyStores === undefined) delete node.explicitEmptyStores;
+              break;
+            }
+            case 'refresh_interval':
+            case 'retention':
+            case 'flush_interval':
+              frag[f.key] = durationOrUndefined(doc.duration(f.value, path));
+              break;
+            case 'path_postfix_template':
+              frag.path_postfix_template = doc.string(f.value, path);
+              break;
+          }
+        }
+        break;
+      case 'flags':
+        spec.flags = doc.enumValue(v, 'flags', 'JournalSpec_Flag', FLAGS, true);
+        break;
+      case 'max_append_rate':
+        spec.max_append_rate = doc.int(v, 'max_append_rate', ...INT64);
+        break;
+      case 'suspend': {
+        if (doc.isNull(v)) break;
+        const s = { level: JournalSpec_Suspend_Level.NONE, offset: 0n };
+        for (const f of doc.mapping(v, 'suspend', ['level', 'offset'], 'suspend')) {
+          if (f.key === 'level') {
+            s.level = doc.enumValue(f.value, 'suspend.level', 'JournalSpec_Suspend_Level', LEVELS, true);
+          } else s.offset = doc.int(f.value, 'suspend.offset', ...INT64);
+        }
+        spec.suspend = s;
+        break;
+      }
+      case 'revision':
+        node.revision = doc.int(v, 'revision', ...INT64);
+        break;
+      case 'children': {
+        const items = doc.sequence(v, 'children');
+        if (items !== undefined) node.children = items.map((c) => decodeNode(doc, c));
+        break;
+      }
+    }
+  }
+  return node;
+}
+
+/**
+ * Strictly decodes a journal hierarchy document (yaml.v2 UnmarshalStrict semantics: unknown and
+ * duplicate keys and ill-typed values are errors, each reported as `line N: ...`).
+ * Empty input is rejected.
+ */
+export function decodeJournalTree(text: string): JournalNode {
+  const doc = StrictDoc.parse(text);
+  if (doc.root === null) throw new ValidationError('empty journal hierarchy: expected a YAML mapping');
+  return decodeNode(doc, doc.root);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation and flattening.
+
+/**
+ * Checks the shape of a hierarchy (not the specs themselves, which may be partial): directories
+ * have ≥1 child and no revision; children are prefixed by the parent's name and strictly
+ * ascending; terminals have a valid journal name and no children.
+ */
+export function validateJournalTree(node: JournalNode): void {
+  const name = node.spec.name;
+  const children = node.children ?? [];
+  if (isDirectoryNode(node)) {
+    if ((node.revision ?? 0n) !== 0n) {
+      throw new ValidationError(`unexpected revision (${node.revision}) on directory node ${JSON.stringify(name)}`);
+    }
+    if (children.length === 0) {
+      throw new ValidationError(`expected one or more children for directory node ${JSON.stringify(name)}`);
+    }
+    children.forEach((child, i) => {
+      const cn = child.spec.name;
+      if (!cn.startsWith(name)) {
+        throw new ValidationError(`expected parent name to prefix child (${name} vs ${cn})`);
+      }
+      if (i > 0 && byteCompare(children[i - 1]!.spec.name, cn) >= 0) {
+        throw new ValidationError(
+          `expected children to be ordered (index ${i}; ${children[i - 1]!.spec.name} vs ${cn})`,
+        );
+      }
+      validateJournalTree(child);
+    });
+    return;
+  }
+  try {
+    validateJournalName(name);
+  } catch (err) {
+    if (err instanceof ValidationError) throw new ValidationError(err.message, 'name');
+    throw err;
+  }
+  if (children.length !== 0) {
+    throw new ValidationError(`expected no children with non-directory node (${name})`);
+  }
+}
+
+/**
+ * Flattens a hierarchy into Apply changes, one per terminal in depth-first document order:
+ * fields are pushed down from parents (zero child fields inherit; labels merge per name with the
+ * child winning; stores inherit only when absent; suspend is not inherited; delete inherits when
+ * unset). `revision` becomes expect_mod_revision; `delete: true` becomes a delete change.
+ * Does not validate; see validateJournalTree and buildJournalApplyRequest.
+ */
+export function flattenJournalTree(root: JournalNode): ApplyRequest_Change[] {
+  const changes: ApplyRequest_Change[] = [];
+  const walk = (node: JournalNode, flat: Flat, del: boolean | undefined) => {
+    if (!isDirectoryNode(node)) {
+      const expect_mod_revision = node.revision ?? 0n;
+      if (del === true) changes.push({ expect_mod_revision, upsert: undefined, delete: node.spec.name });
+      else changes.push({ expect_mod_revision, upsert: normalizeJournalSpec(flat.spec), delete: '' });
+      return;
+    }
+    for (const child of node.children ?? []) {
+      const childFlat = unionSpecs(
+        { spec: child.spec, explicitEmptyStores: child.explicitEmptyStores === true },
+        flat,
+      );
+      walk(child, childFlat, child.delete ?? del);
+    }
+  };
+  walk(root, { spec: normalizeJournalSpec(root.spec), explicitEmptyStores: root.explicitEmptyStores === true }, root.delete);
+  return changes;
+}
+
+/** Validates the tree, flattens it, and validates the resulting ApplyRequest. */
+export function buildJournalApplyRequest(root: JournalNode): ApplyRequest {
+  validateJournalTree(root);
+  const req: ApplyRequest = { changes: flattenJournalTree(root) };
+  validateJournalApplyRequest(req);
+  return req;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Building from a listing.
+
+/** Length of the longest common prefix of a and b that ends on a `/`. */
+function sharedPrefix(a: string, b: string): number {
+  if (a.length > b.length) [a, b] = [b, a];
+  let l = 0;
+  for (;;) {
+    const n = a.indexOf('/', l);
+    if (n === -1 || a.slice(0, n + 1) !== b.slice(0, n + 1)) return l;
+    l = n + 1;
+  }
+}
+
+function extractTree(nodes: JournalNode[]): JournalNode {
+  if (nodes.length === 0) return { spec: normalizeJournalSpec(undefined) };
+  let list = [...nodes];
+  while (list.length > 1) {
+    let beg = 0;
+    let end = 0;
+    let maxLen = -1;
+    for (let i = 1; i < list.length; i++) {
+      const l = sharedPrefix(list[i]!.spec.name, list[i - 1]!.spec.name);
+      if (l > maxLen) [beg, end, maxLen] = [i - 1, i + 1, l];
+      else if (l === maxLen && i === end) end = i + 1;
+    }
+    const dir: JournalNode = {
+      spec: normalizeJournalSpec({ name: list[beg]!.spec.name.slice(0, maxLen) }),
+      children: list.slice(beg, end),
+    };
+    list = [...list.slice(0, beg), dir, ...list.slice(end)];
+  }
+  return list[0]!;
+}
+
+/** Bottom-up: a directory takes the fields common to all children, which drop them. */
+function hoist(node: JournalNode): void {
+  if (!isDirectoryNode(node) || !node.children?.length) return;
+  node.children.forEach(hoist);
+  const flatOf = (n: JournalNode): Flat => ({ spec: n.spec, explicitEmptyStores: n.explicitEmptyStores === true });
+  let acc = flatOf(node.children[0]!);
+  let del = node.children[0]!.delete;
+  for (const c of node.children.slice(1)) {
+    if (del !== c.delete) del = undefined;
+    acc = intersectSpecs(acc, flatOf(c));
+  }
+  const name = node.spec.name;
+  node.spec = normalizeJournalSpec({ ...acc.spec, name, suspend: undefined });
+  setExplicit(node, acc.explicitEmptyStores);
+  if (del === undefined) delete node.delete;
+  else node.delete = del;
+  for (const c of node.children) {
+    if (node.delete !== undefined) delete c.delete;
+    const sub = subtractSpecs(flatOf(c), acc);
+    c.spec = sub.spec;
+    setExplicit(c, sub.explicitEmptyStores);
+  }
+}
+
+function setExplicit(node: JournalNode, v: boolean): void {
+  if (v) node.explicitEmptyStores = true;
+  else delete node.explicitEmptyStores;
+}
+
+/**
+ * Builds the minimal hierarchy of a listing (journals in name order, as List returns them):
+ * directories at `/` boundaries where names branch, shared fields hoisted into directories,
+ * `revision` = mod_revision. One journal ⇒ a terminal root; no journals ⇒ an empty root.
+ */
+export function journalTreeFromListing(journals: readonly ListResponse_Journal[]): JournalNode {
+  const nodes: JournalNode[] = journals.map((j) => {
+    const n: JournalNode = { spec: normalizeJournalSpec(j.spec) };
+    if (j.mod_revision !== 0n) n.revision = j.mod_revision;
+    return n;
+  });
+  const tree = extractTree(nodes);
+  hoist(tree);
+  return tree;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Encoding.
+
+function enumText(names: Record<number, string | undefined>, v: number): YamlValue {
+  return names[v] ?? v;
+}
+
+function nodeToYaml(node: JournalNode): YamlMapping {
+  const s = node.spec;
+  const m: YamlMapping = {};
+  if (node.comment) m['comment'] = node.comment;
+  if (node.delete !== undefined) m['delete'] = node.delete;
+  if (s.name) m['name'] = s.name;
+  if (s.replication) m['replication'] = s.replication;
+  const labels = labelsOf(s);
+  if (labels.length) m['labels'] = encodeLabels(labels);
+  const f = fragOf(s);
+  const fm: YamlMapping = {};
+  if (f.length !== 0n) fm['length'] = f.length;
+  if (f.compression_codec !== CompressionCodec.INVALID) {
+    // Go writes the codec's String(), a name or the decimal number as a string.
+    fm['compression_codec'] = CompressionCodec[f.compression_codec] ?? String(f.compression_codec);
+  }
+  if (f.stores.length) fm['stores'] = [...f.stores];
+  putDuration(fm, 'refresh_interval', f.refresh_interval);
+  putDuration(fm, 'retention', f.retention);
+  putDuration(fm, 'flush_interval', f.flush_interval);
+  if (f.path_postfix_template) fm['path_postfix_template'] = f.path_postfix_template;
+  if (Object.keys(fm).length) m['fragment'] = fm;
+  if (s.flags) m['flags'] = enumText(JournalSpec_Flag as unknown as Record<number, string>, s.flags);
+  if (s.max_append_rate !== 0n) m['max_append_rate'] = s.max_append_rate;
+  if (s.suspend) {
+    const sm: YamlMapping = {};
+    if (s.suspend.level) {
+      sm['level'] = enumText(JournalSpec_Suspend_Level as unknown as Record<number, string>, s.suspend.level);
+    }
+    if (s.suspend.offset !== 0n) sm['offset'] = s.suspend.offset;
+    m['suspend'] = sm;
+  }
+  if (node.revision !== undefined && node.revision !== 0n) m['revision'] = node.revision;
+  if (node.children?.length) m['children'] = node.children.map(nodeToYaml);
+  return m;
+}
+
+/** Encodes a hierarchy as Go gazctl does (yaml.v2, fixed key order, zero values omitted). */
+export function encodeJournalTree(node: JournalNode): string {
+  return emitGoYaml(nodeToYaml(node));
+}

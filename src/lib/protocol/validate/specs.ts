@@ -1,0 +1,174 @@
+// Journal and shard specs, fragments, routes and headers, validated as brokers and consumers
+// validate them.
+import { durationToNanos, formatGoDuration } from '../duration.js';
+import { CompressionCodec, type Fragment, type Header, type JournalSpec, type LabelSet, type Route } from '../gen/broker/protocol.js';
+import type { ShardSpec } from '../gen/consumer/protocol.js';
+import { META_LABEL_ID, META_LABEL_NAME, META_LABEL_PREFIX, PATH_SYMBOLS, checkAlphabet, compareStrings, labelValues, validateLabelSet, validateSingleValueLabels } from '../labels.js';
+import { fail, q, within } from './common.js';
+import { checkPathComponent, cleanPath, JOURNAL_NAME_MAX_BYTES, JOURNAL_NAME_MIN_BYTES, PATH_POSTFIX_MAX_BYTES, validateEndpoint, validateJournalName, validateProcessID, validateShardID } from './names.js';
+import { checkStoreURL } from './store-url.js';
+import { checkGoTemplate } from './go-template.js';
+
+export const MAX_JOURNAL_REPLICATION = 5;
+export const MIN_FRAGMENT_LENGTH = 1n << 10n;
+export const MAX_FRAGMENT_LENGTH = 1n << 34n;
+const SECOND = 1_000_000_000n;
+export const MIN_REFRESH_INTERVAL = SECOND;
+export const MAX_REFRESH_INTERVAL = 24n * 3600n * SECOND;
+export const MIN_FLUSH_INTERVAL = 60n * SECOND;
+
+function codecLabel(c: number): string {
+  return CompressionCodec[c] ?? String(c);
+}
+
+function isValidCodec(c: number): boolean {
+  return c >= CompressionCodec.NONE && c <= CompressionCodec.GZIP_OFFLOAD_DECOMPRESSION && Number.isInteger(c);
+}
+
+/** Labels of a JournalSpec: valid set, no `name`/`prefix` labels, single-value rules. */
+export function validateJournalLabels(set: LabelSet | undefined): void {
+  validateLabelSet(set);
+  for (const reserved of [META_LABEL_NAME, META_LABEL_PREFIX]) {
+    if (labelValues(set, reserved).length !== 0) fail(`label ${q(reserved)} is reserved`, 'labels');
+  }
+  validateSingleValueLabels(set);
+}
+
+/** Validates a JournalSpec as brokers do (wire.md §5.4). */
+export function validateJournalSpec(spec: JournalSpec): void {
+  validateJournalName(spec.name);
+  const subject = `journal ${q(spec.name)}`;
+  if (spec.replication < 1 || spec.replication > MAX_JOURNAL_REPLICATION) {
+    fail(`replication: ${spec.replication} is out of range (1 to ${MAX_JOURNAL_REPLICATION})`, subject);
+  }
+  within(subject, () => validateJournalLabels(spec.labels));
+
+  const fr = spec.fragment;
+  const length = fr?.length ?? 0n;
+  if (length < MIN_FRAGMENT_LENGTH || length > MAX_FRAGMENT_LENGTH) {
+    fail(`fragment.length: ${length} is out of range (${MIN_FRAGMENT_LENGTH} to ${MAX_FRAGMENT_LENGTH})`, subject);
+  }
+  const codec = fr?.compression_codec ?? CompressionCodec.INVALID;
+  if (!isValidCodec(codec)) {
+    fail(`fragment.compression_codec: ${codecLabel(codec)} is not a valid codec (NONE, GZIP, ZSTANDARD, SNAPPY or GZIP_OFFLOAD_DECOMPRESSION)`, subject);
+  }
+  (fr?.stores ?? []).forEach((store, i) => {
+    const p = checkStoreURL(store);
+    if (p) fail(`fragment.stores[${i}] ${q(store)}: ${p}`, subject);
+    if (i === 0 && store.toLowerCase().startsWith('file:') && codec === CompressionCodec.GZIP_OFFLOAD_DECOMPRESSION) {
+      fail(`fragment.stores[0] ${q(store)}: GZIP_OFFLOAD_DECOMPRESSION cannot be used with a file:// store`, subject);
+    }
+  });
+  const refresh = durationToNanos(fr?.refresh_interval);
+  if (refresh < MIN_REFRESH_INTERVAL || refresh > MAX_REFRESH_INTERVAL) {
+    fail(`fragment.refresh_interval: ${formatGoDuration(refresh)} is out of range (1s to 24h0m0s)`, subject);
+  }
+  const flush = durationToNanos(fr?.flush_interval);
+  if (flush !== 0n && flush < MIN_FLUSH_INTERVAL) {
+    fail(`fragment.flush_interval: ${formatGoDuration(flush)} must be 0s or at least 1m0s`, subject);
+  }
+  const tpl = fr?.path_postfix_template ?? '';
+  const tp = checkGoTemplate(tpl);
+  if (tp) fail(`fragment.path_postfix_template ${q(tpl)}: ${tp}`, subject);
+
+  if (![0, 1, 2, 4].includes(spec.flags)) {
+    fail(`flags: ${spec.flags} is not valid (0, O_RDONLY=1, O_WRONLY=2 or O_RDWR=4)`, subject);
+  }
+  if (spec.max_append_rate < 0n) fail(`max_append_rate: ${spec.max_append_rate} must be >= 0`, subject);
+  if (spec.suspend) {
+    const level = spec.suspend.level;
+    if (![0, 1, 2].includes(level)) fail(`suspend.level: ${level} is not valid (NONE, PARTIAL or FULL)`, subject);
+    if (spec.suspend.offset < 0n) fail(`suspend.offset: ${spec.suspend.offset} must be >= 0`, subject);
+  }
+}
+
+/** Validates a ShardSpec as consumers do (wire.md §5.4). */
+export function validateShardSpec(spec: ShardSpec): void {
+  validateShardID(spec.id);
+  const subject = `shard ${q(spec.id)}`;
+  let prevJournal: string | undefined;
+  spec.sources.forEach((src, i) => {
+    within(subject, () => within(`sources[${i}]`, () => validateJournalName(src.journal)));
+    if (src.min_offset < 0n) fail(`sources[${i}].min_offset: ${src.min_offset} must be >= 0`, subject);
+    if (prevJournal !== undefined && compareStrings(prevJournal, src.journal) >= 0) {
+      fail(`sources[${i}]: journal ${q(src.journal)} must sort after ${q(prevJournal)} (sources strictly ascending by journal)`, subject);
+    }
+    prevJournal = src.journal;
+  });
+  if (spec.recovery_log_prefix !== '') {
+    const log = `${spec.recovery_log_prefix}/${spec.id}`;
+    const p = checkPathComponent(log, JOURNAL_NAME_MIN_BYTES, JOURNAL_NAME_MAX_BYTES);
+    if (p) fail(`recovery_log_prefix ${q(spec.recovery_log_prefix)}: recovery log ${q(log)} ${p}`, subject);
+    const hp = spec.hint_prefix;
+    const hpa = checkAlphabet(hp, PATH_SYMBOLS, 1, JOURNAL_NAME_MAX_BYTES);
+    if (hpa) fail(`hint_prefix ${q(hp)}: ${hpa}`, subject);
+    if (!hp.startsWith('/')) fail(`hint_prefix ${q(hp)}: must be an absolute path (begin with "/")`, subject);
+    if (cleanPath(hp) !== hp) fail(`hint_prefix ${q(hp)}: must be a clean path (like ${q(cleanPath(hp))})`, subject);
+  } else if (spec.hint_prefix !== '') {
+    fail(`hint_prefix ${q(spec.hint_prefix)}: must be empty when recovery_log_prefix is empty`, subject);
+  }
+  if (spec.hint_backups < 0) fail(`hint_backups: ${spec.hint_backups} must be >= 0`, subject);
+  const maxTxn = durationToNanos(spec.max_txn_duration);
+  if (maxTxn <= 0n) fail(`max_txn_duration: ${formatGoDuration(maxTxn)} must be > 0`, subject);
+  const minTxn = durationToNanos(spec.min_txn_duration);
+  if (minTxn < 0n) fail(`min_txn_duration: ${formatGoDuration(minTxn)} must be >= 0`, subject);
+  within(subject, () => {
+    validateLabelSet(spec.labels);
+    if (labelValues(spec.labels, META_LABEL_ID).length !== 0) fail(`label ${q(META_LABEL_ID)} is reserved`, 'labels');
+    validateSingleValueLabels(spec.labels);
+  });
+}
+
+/** Validates a Fragment (journal, begin ≤ end, codec, path postfix). */
+export function validateFragment(f: Fragment): void {
+  validateJournalName(f.journal);
+  const subject = `fragment of journal ${q(f.journal)}`;
+  if (f.begin > f.end) fail(`begin ${f.begin} is after end ${f.end}`, subject);
+  if (!isValidCodec(f.compression_codec)) {
+    fail(`compression_codec: ${codecLabel(f.compression_codec)} is not a valid codec`, subject);
+  }
+  const p = checkPathComponent(f.path_postfix, 0, PATH_POSTFIX_MAX_BYTES);
+  if (p) fail(`path_postfix ${q(f.path_postfix)}: ${p}`, subject);
+  if (f.backing_store !== '') {
+    const sp = checkStoreURL(f.backing_store);
+    if (sp) fail(`backing_store ${q(f.backing_store)}: ${sp}`, subject);
+  }
+}
+
+/** Validates a Route: sorted unique valid members, primary in range, endpoints aligned and valid. */
+export function validateRoute(route: Route | undefined): void {
+  const members = route?.members ?? [];
+  members.forEach((m, i) => {
+    within(`route members[${i}]`, () => validateProcessID(m));
+    if (i > 0) {
+      const prev = members[i - 1]!;
+      const less = prev.zone < m.zone || (prev.zone === m.zone && prev.suffix < m.suffix);
+      if (!less) {
+        fail(`members must be unique and sorted by (zone, suffix): ${q(m.zone + '/' + m.suffix)} follows ${q(prev.zone + '/' + prev.suffix)}`, `route members[${i}]`);
+      }
+    }
+  });
+  const primary = route?.primary ?? -1;
+  if (primary < -1 || primary >= members.length) {
+    fail(`${primary} is out of range (-1 to ${members.length - 1})`, 'route primary');
+  }
+  const endpoints = route?.endpoints ?? [];
+  if (endpoints.length !== 0 && endpoints.length !== members.length) {
+    fail(`has ${endpoints.length} entries but there are ${members.length} members`, 'route endpoints');
+  }
+  endpoints.forEach((ep, i) => {
+    if (ep !== '') within(`route endpoints[${i}]`, () => validateEndpoint(ep));
+  });
+}
+
+/** Validates a response Header: process ID (if set), route, and a real etcd header. */
+export function validateHeader(header: Header | undefined): void {
+  const pid = header?.process_id;
+  if (pid && (pid.zone !== '' || pid.suffix !== '')) within('header process_id', () => validateProcessID(pid));
+  within('header', () => validateRoute(header?.route));
+  const etcd = header?.etcd;
+  if (!etcd || etcd.cluster_id === 0n) fail('cluster_id must be non-zero', 'header etcd');
+  if (etcd.member_id === 0n) fail('member_id must be non-zero', 'header etcd');
+  if (etcd.revision <= 0n) fail(`revision ${etcd.revision} must be > 0`, 'header etcd');
+  if (etcd.raft_term === 0n) fail('raft_term must be non-zero', 'header etcd');
+}

@@ -1,0 +1,140 @@
+// Broker implementations the local cluster can run: the reference Go `gazette serve` (goBroker)
+// and any other implementation registered with `registerBrokerImpl`, chosen with
+// `GAZCTL_TEST_BROKER=<name>` (default `go`).
+
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Status } from '../lib/protocol/gen/broker/protocol.js';
+import { peerBinary } from './peers.js';
+import { scrubEnv, spawnManaged, type ManagedProcess } from './process.js';
+
+export interface BrokerStartOptions {
+  /** Broker id suffix (ProcessSpec.ID.suffix). */
+  id: string;
+  /** Broker zone (ProcessSpec.ID.zone). */
+  zone: string;
+  /** Port to serve gRPC + HTTP on, on 127.0.0.1. */
+  port: number;
+  /** etcd client URL, `http://127.0.0.1:<port>`. */
+  etcdEndpoint: string;
+  /** etcd root of the broker keyspace, e.g. `/gazette/cluster`. */
+  etcdPrefix: string;
+  /** Directory rooting `file://` fragment stores. */
+  fileRoot: string;
+  /** Directory for the broker's log file. */
+  logDir: string;
+  extraArgs?: string[];
+  env?: Record<string, string>;
+}
+
+export interface BrokerProcess {
+  readonly id: string;
+  /** `http://127.0.0.1:<port>`. */
+  readonly endpoint: string;
+  /** OS pid when the broker is a child process. */
+  readonly pid?: number;
+  /** Log file, when there is one. */
+  readonly logFile?: string;
+  /** False once the broker has exited (optional; assumed alive when absent). */
+  alive?(): boolean;
+  /** Status and recent log lines, for error messages (optional). */
+  describe?(): string;
+  /**
+   * Stop the broker. `graceful` (default true) asks it to hand off its assignments and release
+   * its etcd lease, killing it after `timeoutMs` (default {@link GRACEFUL_STOP_TIMEOUT_MS});
+   * `graceful: false` kills it at once, so its member key and assignments linger until its etcd
+   * lease expires.
+   */
+  stop(opts?: { graceful?: boolean; timeoutMs?: number }): Promise<void>;
+}
+
+export interface BrokerImpl {
+  readonly name: string;
+  /** Start one broker. Resolves once the process is launched (readiness is checked separately). */
+  start(o: BrokerStartOptions): Promise<BrokerProcess>;
+}
+
+/** etcd lease TTL given to Go brokers: short, so a killed broker's assignments expire fast. */
+export const GO_BROKER_LEASE = '5s';
+/**
+ * How long a graceful stop may take before the broker is killed. Note that a Go broker asked to
+ * exit (SIGTERM) first drops its journal limit to zero and exits only once the allocator has
+ * moved all its assignments away: when the other brokers can't take them (e.g. replication 3 on
+ * a 3-broker cluster) it never exits by itself and is killed after this timeout.
+ */
+export const GRACEFUL_STOP_TIMEOUT_MS = 10_000;
+
+class ChildBroker implements BrokerProcess {
+  constructor(
+    readonly id: string,
+    readonly endpoint: string,
+    private readonly proc: ManagedProcess,
+  ) {}
+  get pid(): number {
+    return this.proc.pid;
+  }
+  get logFile(): string {
+    return this.proc.logFile;
+  }
+  alive(): boolean {
+    return this.proc.running;
+  }
+  describe(): string {
+    return this.proc.describe();
+  }
+  async stop(opts: { graceful?: boolean; timeoutMs?: number } = {}): Promise<void> {
+    if (opts.graceful ?? true) await this.proc.stop('SIGTERM', opts.timeoutMs ?? GRACEFUL_STOP_TIMEOUT_MS);
+    else await this.proc.stop('SIGKILL');
+  }
+}
+
+/** The reference Go broker: `gazette serve`. */
+export const goBroker: BrokerImpl = {
+  name: 'go',
+  async start(o: BrokerStartOptions): Promise<BrokerProcess> {
+    const bin = peerBinary('gazette');
+    await mkdir(o.logDir, { recursive: true });
+    await mkdir(o.fileRoot, { recursive: true });
+    const proc = spawnManaged({
+      name: `broker ${o.id}`,
+      command: bin,
+      args: [
+        'serve',
+        `--broker.port=${o.port}`,
+        '--broker.host=127.0.0.1',
+        `--broker.id=${o.id}`,
+        `--broker.zone=${o.zone}`,
+        `--broker.file-root=${o.fileRoot}`,
+        `--etcd.address=${o.etcdEndpoint}`,
+        `--etcd.prefix=${o.etcdPrefix}`,
+        `--etcd.lease=${GO_BROKER_LEASE}`,
+        '--log.level=info',
+        ...(o.extraArgs ?? []),
+      ],
+      logFile: join(o.logDir, `broker-${o.id}.log`),
+      // gazette reads BROKER_*, ETCD_*, LOG_*, DEBUG_* from the environment: keep a developer's
+      // settings out, then apply the caller's.
+      env: { ...scrubEnv(process.env, ['BROKER_', 'ETCD_', 'LOG_', 'DEBUG_']), ...(o.env ?? {}) },
+    });
+    return new ChildBroker(o.id, `http://127.0.0.1:${o.port}`, proc);
+  },
+};
+
+const impls = new Map<string, BrokerImpl>([[goBroker.name, goBroker]]);
+
+/** Make a broker implementation selectable with `GAZCTL_TEST_BROKER=<impl.name>`. */
+export function registerBrokerImpl(impl: BrokerImpl): void {
+  impls.set(impl.name, impl);
+}
+
+/** The implementation named by `GAZCTL_TEST_BROKER` (default `go`). */
+export function brokerImplFromEnv(): BrokerImpl {
+  const name = process.env.GAZCTL_TEST_BROKER || 'go';
+  const impl = impls.get(name);
+  if (!impl) {
+    throw new Error(
+      `GAZCTL_TEST_BROKER=${name}: unknown broker implementation (registered: ${[...impls.keys()].join(', ')})`,
+    );
+  }
+  return impl;
+}

@@ -1,0 +1,28 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { batchChanges, ETCD_DEFAULT_MAX_TXN_OPS } from '../../../../src/lib/client/batch.js';
+import { ValidationError } from '../../../../src/lib/protocol/errors.js';
+
+describe('batchChanges', () => {
+  const xs = [1, 2, 3, 4, 5, 6, 7];
+  it('keeps everything in one batch for 0', () => {
+    assert.deepEqual(batchChanges(xs, 0), [xs]);
+  });
+  it('cuts into consecutive chunks of at most N', () => {
+    assert.deepEqual(batchChanges(xs, 3), [[1, 2, 3], [4, 5, 6], [7]]);
+    assert.deepEqual(batchChanges(xs, 7), [xs]);
+    assert.deepEqual(batchChanges(xs, 100), [xs]);
+    assert.deepEqual(batchChanges(xs, 1).length, 7);
+  });
+  it('sends an empty change list as one empty batch', () => {
+    assert.deepEqual(batchChanges([], 0), [[]]);
+    assert.deepEqual(batchChanges([], 5), [[]]);
+  });
+  it('rejects negative and fractional sizes naming the flag', () => {
+    assert.throws(() => batchChanges(xs, -1), (e: unknown) => e instanceof ValidationError && /^--max-txn-size: /.test(e.message));
+    assert.throws(() => batchChanges(xs, 1.5), ValidationError);
+  });
+  it('exposes the etcd default op limit', () => {
+    assert.equal(ETCD_DEFAULT_MAX_TXN_OPS, 128);
+  });
+});
