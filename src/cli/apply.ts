@@ -1,96 +1,102 @@
-// Shared apply logic for `journals apply|edit` (and later the shards commands): plan
-// rendering, batched application with progress, and errors that tell the operator exactly
-// what was and was not applied.
-import { GazctlError } from '../lib/protocol/errors.js';
-import { batchChanges, ETCD_DEFAULT_MAX_TXN_OPS } from '../lib/client/batch.js';
+// How `journals apply|edit` (and later the shards commands) show an apply to the operator: the
+// --dry-run plan, and the one line that says what was and was not applied when an apply fails.
+// Planning, batching and classifying failures are the library's (src/lib/client/plan.ts and
+// apply.ts); this file only renders their results.
+import { GazctlError, ValidationError } from '../lib/protocol/errors.js';
+import { ETCD_DEFAULT_MAX_TXN_OPS } from '../lib/client/batch.js';
+import type { ApplyError } from '../lib/client/apply.js';
+import type { ApplyPlan, PlannedChange } from '../lib/client/plan.js';
 
-export interface PlannedChange {
-  /** Journal name or shard ID. */
-  name: string;
-  kind: 'upsert' | 'delete' | 'unchanged';
-  expectModRevision: bigint;
-  /** Why the broker will refuse this change (revision mismatch), when known in advance. */
-  conflict?: string;
+/** Refuses a --max-txn-size (e.g. from gazctl.ini) that is not a non-negative integer. */
+export function checkMaxTxnSize(n: number): void {
+  if (!Number.isInteger(n) || n < 0) throw new ValidationError(`must be a non-negative integer (got ${n})`, '--max-txn-size');
 }
 
-export function describeChange(c: PlannedChange): string {
+/** Number of transactions `n` changes take with --max-txn-size `maxTxnSize`. */
+export function transactionCount(n: number, maxTxnSize: number): number {
+  checkMaxTxnSize(maxTxnSize);
+  return maxTxnSize === 0 || n <= maxTxnSize ? 1 : Math.ceil(n / maxTxnSize);
+}
+
+export function describeChange(c: PlannedChange<unknown>): string {
   const line = describeKind(c);
   return c.conflict ? `${line}  CONFLICT: ${c.name} ${c.conflict}` : line;
 }
 
-function describeKind(c: PlannedChange): string {
-  if (c.kind === 'unchanged') return `unchanged  ${c.name}`;
-  if (c.kind === 'delete') {
-    return `delete  ${c.name}  (${c.expectModRevision === -1n ? 'any revision' : `at revision ${c.expectModRevision}`})`;
+function describeKind(c: PlannedChange<unknown>): string {
+  switch (c.kind) {
+    case 'unchanged':
+      return `unchanged  ${c.name}`;
+    case 'delete':
+      return `delete  ${c.name}  (${c.expectModRevision === -1n ? 'any revision' : `at revision ${c.expectModRevision}`})`;
+    case 'create':
+      return `create  ${c.name}`;
+    case 'upsert':
+      return `upsert  ${c.name}  (any revision)`;
+    case 'update':
+      return `update  ${c.name}  (at revision ${c.expectModRevision})`;
   }
-  if (c.expectModRevision === 0n) return `create  ${c.name}`;
-  if (c.expectModRevision === -1n) return `upsert  ${c.name}  (any revision)`;
-  return `update  ${c.name}  (at revision ${c.expectModRevision})`;
 }
 
-export function renderPlan(plan: PlannedChange[], maxTxnSize: number, noun: string): string {
-  const send = plan.filter((c) => c.kind !== 'unchanged');
-  const batches = send.length ? batchChanges(send, maxTxnSize).length : 0;
-  const conflicts = plan.filter((c) => c.conflict).length;
-  const lines = plan.map(describeChange);
-  let summary = `${send.length} ${noun} change${send.length === 1 ? '' : 's'} in ${batches} transaction${batches === 1 ? '' : 's'}`;
-  if (plan.length > send.length) summary += `, ${plan.length - send.length} unchanged`;
+/** The --dry-run output: one line per change, then a summary. */
+export function renderPlan(plan: ApplyPlan<unknown>, maxTxnSize: number, noun: string): string {
+  const send = plan.changes.length;
+  const batches = send ? transactionCount(send, maxTxnSize) : 0;
+  const conflicts = plan.conflicts.length;
+  const lines = plan.entries.map(describeChange);
+  let summary = `${send} ${noun} change${send === 1 ? '' : 's'} in ${batches} transaction${batches === 1 ? '' : 's'}`;
+  if (plan.unchanged) summary += `, ${plan.unchanged} unchanged`;
   if (conflicts) summary += `; ${conflicts} conflict${conflicts === 1 ? '' : 's'}: the apply would be refused`;
   lines.push(`${summary}; nothing applied (--dry-run).`);
   return lines.join('\n') + '\n';
 }
 
-/**
- * Applies `changes` in batches of `maxTxnSize` through `applyBatch`, which returns the etcd
- * revision of its transaction. Translates failures into one clear line.
- */
-export async function applyInBatches<C>(
-  changes: C[],
-  maxTxnSize: number,
-  applyBatch: (batch: C[]) => Promise<bigint>,
-  progress?: (done: number, total: number) => void,
-): Promise<{ revision: bigint; batches: number }> {
-  const batches = batchChanges(changes, maxTxnSize);
-  let applied = 0;
-  let revision = 0n;
-  for (let i = 0; i < batches.length; i++) {
-    const batch = batches[i]!;
-    try {
-      revision = await applyBatch(batch);
-    } catch (err) {
-      throw explainApplyFailure(err as Error, { batchIndex: i, batches: batches.length, applied, batchSize: batch.length, maxTxnSize });
-    }
-    applied += batch.length;
-    progress?.(applied, changes.length);
-  }
-  return { revision, batches: batches.length };
+/** The summary line of a successful apply. */
+export function renderApplied(plan: ApplyPlan<unknown>, result: { revision: bigint; batches: number }, noun: string): string {
+  const n = plan.changes.length;
+  const { revision, batches } = result;
+  let summary = `applied ${n} ${noun} change${n === 1 ? '' : 's'} in ${batches} transaction${batches === 1 ? '' : 's'} (etcd revision ${revision})`;
+  if (plan.unchanged) summary += `; ${plan.unchanged} unchanged`;
+  return summary;
 }
 
-function explainApplyFailure(
-  err: Error,
-  ctx: { batchIndex: number; batches: number; applied: number; batchSize: number; maxTxnSize: number },
-): GazctlError {
+/** The summary line when every change is unchanged. */
+export function renderNothingToApply(plan: ApplyPlan<unknown>, noun: string): string {
+  return `nothing to apply: ${plan.unchanged} ${noun}${plan.unchanged === 1 ? '' : 's'} unchanged`;
+}
+
+/**
+ * The operator's line for a failed apply: what etcd or the service refused, what to do about
+ * it, and which transactions were applied before the failing one. Conflicts the plan predicted
+ * are named when the failure is a revision mismatch.
+ */
+export function explainApplyFailure(err: ApplyError, plan?: ApplyPlan<unknown>): GazctlError {
   const already =
-    ctx.batches > 1
-      ? ctx.applied > 0
-        ? ` Transaction ${ctx.batchIndex + 1} of ${ctx.batches} failed; the ${ctx.applied} changes of the transactions before it were applied.`
-        : ` Transaction 1 of ${ctx.batches} failed; nothing was applied.`
+    err.batches > 1
+      ? err.applied > 0
+        ? ` Transaction ${err.batchIndex + 1} of ${err.batches} failed; the ${err.applied} changes of the transactions before it were applied.`
+        : ` Transaction 1 of ${err.batches} failed; nothing was applied.`
       : ' Nothing was applied.';
-  const msg = err.message ?? String(err);
-  if (/too many operations in txn request/i.test(msg)) {
-    const e = new GazctlError(
-      `etcd refused a transaction of ${ctx.batchSize} changes (too many operations; etcd allows ${ETCD_DEFAULT_MAX_TXN_OPS} per transaction by default). Re-run with --max-txn-size ${Math.min(100, ETCD_DEFAULT_MAX_TXN_OPS)} to apply in smaller, non-atomic batches.${already}`,
-      { cause: err },
-    );
-    return e;
+  switch (err.reason) {
+    case 'too-many-operations':
+      return new GazctlError(
+        `etcd refused a transaction of ${err.batchSize} changes (too many operations; etcd allows ${ETCD_DEFAULT_MAX_TXN_OPS} per transaction by default). Re-run with --max-txn-size ${Math.min(100, ETCD_DEFAULT_MAX_TXN_OPS)} to apply in smaller, non-atomic batches.${already}`,
+        { cause: err },
+      );
+    case 'revision-mismatch': {
+      let line = `apply refused: an item's revision does not match (it was changed or deleted since it was listed, or a "create" names one that already exists). Re-list, merge your changes and apply again.${already}`;
+      const conflicts = plan?.conflicts ?? [];
+      if (conflicts.length > 0) {
+        const named = conflicts.slice(0, 3).map((p) => `${p.name} ${p.conflict}`);
+        if (conflicts.length > 3) named.push(`and ${conflicts.length - 3} more`);
+        line += ` Conflicts: ${named.join('; ')}.`;
+      }
+      return new GazctlError(line, { cause: err });
+    }
+    case 'other': {
+      const e = new GazctlError(`apply failed: ${err.detail}.${already}`, { cause: err });
+      if (err.exitCode) e.exitCode = err.exitCode;
+      return e;
+    }
   }
-  if (/ETCD_TRANSACTION_FAILED/.test(msg)) {
-    return new GazctlError(
-      `apply refused: an item's revision does not match (it was changed or deleted since it was listed, or a "create" names one that already exists). Re-list, merge your changes and apply again.${already}`,
-      { cause: err },
-    );
-  }
-  const e = new GazctlError(`apply failed: ${msg}.${already}`, { cause: err });
-  if ((err as GazctlError).exitCode) e.exitCode = (err as GazctlError).exitCode;
-  return e;
 }

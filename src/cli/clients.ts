@@ -4,6 +4,7 @@ import { JournalClient } from '../lib/client/journal-client.js';
 import { appendOnce, isRetryableQueuedAppendError } from '../lib/client/appender.js';
 import type { Logger } from './log.js';
 import type { ReaderOptions } from '../lib/client/reader.js';
+import type { ApplyOptions } from '../lib/client/apply.js';
 import type { ApplyRequest_Change, LabelSelector, ListResponse, ReadRequest } from '../lib/protocol/gen/broker/protocol.js';
 import type { ServiceOptions } from './base.js';
 
@@ -12,7 +13,7 @@ export interface CliJournalClient {
   list(selector: LabelSelector): Promise<ListResponse>;
   /** Snapshots of the selected journals; the first one is bounded by --timeout. */
   watch(selector: LabelSelector, opts: { signal: AbortSignal }): AsyncGenerator<ListResponse, void, undefined>;
-  apply(changes: ApplyRequest_Change[]): ReturnType<JournalClient['apply']>;
+  apply(changes: ApplyRequest_Change[], opts?: ApplyOptions): ReturnType<JournalClient['apply']>;
   listFragments(journal: string, opts: Parameters<JournalClient['listFragments']>[1]): ReturnType<JournalClient['listFragments']>;
   read(req: Partial<ReadRequest> & { journal: string }, opts?: ReaderOptions): ReturnType<JournalClient['read']>;
   append(journal: string): ReturnType<JournalClient['append']>;
@@ -46,7 +47,7 @@ export function openJournalClient(o: ServiceOptions & { log?: Logger }): CliJour
       await lib.list(selector, { timeoutMs, signal: opts.signal });
       yield* lib.watch(selector, opts);
     },
-    apply: (changes) => lib.apply(changes, { timeoutMs }),
+    apply: (changes, opts) => lib.apply(changes, { ...opts, timeoutMs }),
     listFragments: (journal, opts) => lib.listFragments(journal, { ...opts, timeoutMs }),
     read: (req, opts) =>
       lib.read(req, {

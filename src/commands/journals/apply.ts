@@ -4,7 +4,7 @@ import { dryRunFlag, maxTxnSizeFlag } from '../../cli/flags.js';
 import { openJournalClient } from '../../cli/clients.js';
 import { readInput } from '../../cli/input.js';
 import { renderPlan } from '../../cli/apply.js';
-import { applyJournalChanges, classifyJournalChanges, journalChangesFromYaml } from '../../cli/journal-specs.js';
+import { applyJournalChanges, journalChangesFromYaml, planJournalApply } from '../../cli/journal-specs.js';
 
 export default class JournalsApply extends GazctlCommand {
   static override summary = 'Apply a YAML hierarchy of journal specs.';
@@ -35,7 +35,7 @@ etcd limits a transaction to 128 operations by default. For larger hierarchies p
     const client = openJournalClient({ ...this.serviceOptions('broker'), log: this.log_ });
     try {
       if (flags['dry-run']) {
-        const { plan } = await classifyJournalChanges(changes, (sel) => client.list(sel));
+        const plan = await planJournalApply(changes, (sel) => client.list(sel));
         process.stdout.write(renderPlan(plan, maxTxnSize, 'journal'));
         return;
       }

@@ -1,4 +1,4 @@
-// Splitting Apply changes into sequential transactions (`--max-txn-size`).
+// Splitting Apply changes into sequential transactions (the `maxTxnSize` of an apply).
 import { ValidationError } from '../protocol/errors.js';
 
 /** Etcd's default limit on operations per transaction (`--max-txn-ops`). */
@@ -11,7 +11,7 @@ export const ETCD_DEFAULT_MAX_TXN_OPS = 128;
  */
 export function batchChanges<T>(changes: readonly T[], maxTxnSize: number): T[][] {
   if (!Number.isInteger(maxTxnSize) || maxTxnSize < 0) {
-    throw new ValidationError(`must be a non-negative integer (got ${maxTxnSize})`, '--max-txn-size');
+    throw new ValidationError(`must be a non-negative integer (got ${maxTxnSize})`, 'maxTxnSize');
   }
   if (maxTxnSize === 0 || changes.length <= maxTxnSize) return [[...changes]];
   const out: T[][] = [];

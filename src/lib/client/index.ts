@@ -25,4 +25,26 @@ export { RouteCache, pickEndpoint, type DispatchOptions, type EndpointState } fr
 export { openFragment, DirectReadError, DirectReadUnsupportedError, type OpenFragmentOptions, type OpenedFragment } from './fragment-fetch.js';
 export { retryCall, transportError, describeGrpcError, type CallOptions, type RetryHook } from './rpc.js';
 export { batchChanges, ETCD_DEFAULT_MAX_TXN_OPS } from './batch.js';
+export {
+  applyInBatches,
+  ApplyError,
+  type ApplyBatchInfo,
+  type ApplyFailureReason,
+  type ApplyOptions,
+  type ApplyResult,
+  type ApplyService,
+} from './apply.js';
+export {
+  planChanges,
+  planJournalChanges,
+  planShardChanges,
+  planSelector,
+  commonDirPrefix,
+  journalPlanSubject,
+  shardPlanSubject,
+  type ApplyPlan,
+  type PlanKind,
+  type PlannedChange,
+  type PlanSubject,
+} from './plan.js';
 export * from './append-service.js';

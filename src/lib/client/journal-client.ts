@@ -19,7 +19,7 @@ import {
   type ReadResponse,
   type Route,
 } from '../protocol/gen/broker/protocol.js';
-import { applyInBatches } from './batches.js';
+import { applyInBatches, type ApplyOptions, type ApplyResult } from './apply.js';
 import { nanosToDuration } from '../protocol/duration.js';
 import { BrokerStatusError, GazctlError, TransportError } from '../protocol/errors.js';
 import { Appender, type AppendOptions, type AppendTransport } from './appender.js';
@@ -231,13 +231,12 @@ export class JournalClient implements ReadTransport, AppendTransport {
 
   /**
    * Applies `changes`, in batches of `maxTxnSize` (0 or absent: one request), sequentially,
-   * stopping at the first failing batch. Returns the last batch's response.
+   * stopping at the first failing batch with an ApplyError. Returns the final etcd revision, the
+   * number of batches and the last batch's response.
    */
-  async apply(changes: ApplyRequest_Change[], opts: CallOptions & { maxTxnSize?: number } = {}): Promise<ApplyResponse> {
+  async apply(changes: ApplyRequest_Change[], opts: CallOptions & ApplyOptions = {}): Promise<ApplyResult<ApplyResponse>> {
     return applyInBatches(
       changes,
-      opts.maxTxnSize,
-      'applying journal specs',
       (batch) =>
         this.withRetry('applying journal specs', opts, (deadline) =>
           unaryCall<ApplyResponse>(
@@ -246,7 +245,8 @@ export class JournalClient implements ReadTransport, AppendTransport {
             { signal: opts.signal, deadline },
           ),
         ),
-      (status, context) => new BrokerStatusError(status, context),
+      { what: 'applying journal specs', statusError: (status, context) => new BrokerStatusError(status, context) },
+      opts,
     );
   }
 

@@ -11,7 +11,7 @@ import {
   type StatResponse,
   type UnassignResponse,
 } from '../protocol/gen/consumer/protocol.js';
-import { applyInBatches } from './batches.js';
+import { applyInBatches, type ApplyOptions, type ApplyResult } from './apply.js';
 import { ConsumerStatusError, TransportError } from '../protocol/errors.js';
 import { claimsFor } from './auth.js';
 import { ConnectionPool, type ServiceConfig } from './dial.js';
@@ -108,13 +108,12 @@ export class ShardClient {
 
   /**
    * Applies `changes` in batches of `maxTxnSize` (0 or absent: one request), sequentially,
-   * stopping at the first failing batch. Returns the last batch's response.
+   * stopping at the first failing batch with an ApplyError. Returns the final etcd revision, the
+   * number of batches and the last batch's response.
    */
-  async apply(changes: ApplyRequest_Change[], opts: CallOptions & { maxTxnSize?: number } = {}): Promise<ApplyResponse> {
+  async apply(changes: ApplyRequest_Change[], opts: CallOptions & ApplyOptions = {}): Promise<ApplyResult<ApplyResponse>> {
     return applyInBatches(
       changes,
-      opts.maxTxnSize,
-      'applying shard specs',
       (batch) =>
         this.call('applying shard specs', opts, (deadline) =>
           unaryCall<ApplyResponse>(
@@ -123,7 +122,8 @@ export class ShardClient {
             { signal: opts.signal, deadline },
           ),
         ),
-      (status, context) => new ConsumerStatusError(status, context),
+      { what: 'applying shard specs', statusError: (status, context) => new ConsumerStatusError(status, context) },
+      opts,
     );
   }
 

@@ -18,8 +18,8 @@ describe('batchChanges', () => {
     assert.deepEqual(batchChanges([], 0), [[]]);
     assert.deepEqual(batchChanges([], 5), [[]]);
   });
-  it('rejects negative and fractional sizes naming the flag', () => {
-    assert.throws(() => batchChanges(xs, -1), (e: unknown) => e instanceof ValidationError && /^--max-txn-size: /.test(e.message));
+  it('rejects negative and fractional sizes naming the option', () => {
+    assert.throws(() => batchChanges(xs, -1), (e: unknown) => e instanceof ValidationError && /^maxTxnSize: /.test(e.message));
     assert.throws(() => batchChanges(xs, 1.5), ValidationError);
   });
   it('exposes the etcd default op limit', () => {

@@ -15,7 +15,7 @@ import {
   type ListRequest,
 } from '../../../../src/lib/protocol/gen/broker/protocol.js';
 import { BrokerStatusError, TransportError } from '../../../../src/lib/protocol/errors.js';
-import { JournalClient } from '../../../../src/lib/client/index.js';
+import { ApplyError, JournalClient } from '../../../../src/lib/client/index.js';
 import { startJournalStub, stubHeader } from '../../../../src/testing/stubs.js';
 import { fastDelay, fragment, journalEntry, listCont, listFirst } from './helpers.js';
 
@@ -226,7 +226,10 @@ test('apply sends batches of maxTxnSize sequentially', async () => {
   const client = new JournalClient({ address: stub.address });
   try {
     const res = await client.apply(changes(250), { maxTxnSize: 100 });
-    assert.equal(res.status, Status.OK);
+    assert.equal(res.response.status, Status.OK);
+    assert.equal(res.batches, 3);
+    assert.equal(res.applied, 250);
+    assert.equal(res.revision, 100n);
     const sizes = stub.requests.filter((r) => r.method === 'apply').map((r) => (r.request as ApplyRequest).changes.length);
     assert.deepEqual(sizes, [100, 100, 50]);
     const names = stub.requests.flatMap((r) => (r.request as ApplyRequest).changes.map((c) => c.delete));
@@ -265,8 +268,14 @@ test('apply stops at a failing batch and reports progress', async () => {
   const client = new JournalClient({ address: stub.address });
   try {
     await assert.rejects(client.apply(changes(250), { maxTxnSize: 100 }), (err: unknown) => {
-      assert.ok(err instanceof BrokerStatusError);
+      assert.ok(err instanceof ApplyError);
+      assert.ok(err.cause instanceof BrokerStatusError);
+      assert.equal(err.cause.status, Status.ETCD_TRANSACTION_FAILED);
       assert.equal(err.status, Status.ETCD_TRANSACTION_FAILED);
+      assert.equal(err.reason, 'revision-mismatch');
+      assert.equal(err.batchIndex, 1);
+      assert.equal(err.batches, 3);
+      assert.equal(err.applied, 100);
       assert.match(err.message, /batch 2 of 3/);
       assert.match(err.message, /100 of 250 changes already applied/);
       return true;

@@ -13,7 +13,7 @@ import {
   type UnassignRequest,
 } from '../../../../src/lib/protocol/gen/consumer/protocol.js';
 import { ConsumerStatusError, TransportError } from '../../../../src/lib/protocol/errors.js';
-import { ShardClient } from '../../../../src/lib/client/index.js';
+import { ApplyError, ShardClient } from '../../../../src/lib/client/index.js';
 import { startShardStub, stubHeader } from '../../../../src/testing/stubs.js';
 import { fastDelay } from './helpers.js';
 
@@ -93,7 +93,12 @@ test('shard apply batches and reports a failed batch', async () => {
   }));
   try {
     await assert.rejects(client.apply(changes, { maxTxnSize: 3 }), (e: unknown) => {
-      assert.ok(e instanceof ConsumerStatusError);
+      assert.ok(e instanceof ApplyError);
+      assert.ok(e.cause instanceof ConsumerStatusError);
+      assert.equal(e.cause.status, Status.ETCD_TRANSACTION_FAILED);
+      assert.equal(e.reason, 'revision-mismatch');
+      assert.equal(e.batchIndex, 2);
+      assert.equal(e.applied, 6);
       assert.match(e.message, /batch 3 of 3 failed \(6 of 7 changes already applied\): ETCD_TRANSACTION_FAILED/);
       return true;
     });

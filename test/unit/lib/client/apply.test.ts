@@ -1,0 +1,247 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Metadata, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
+import { ApplyResponse, Status, type ApplyRequest, type ApplyRequest_Change } from '../../../../src/lib/protocol/gen/broker/protocol.js';
+import {
+  ApplyResponse as ShardApplyResponse,
+  Status as ConsumerStatus,
+  type ApplyRequest_Change as ShardChange,
+} from '../../../../src/lib/protocol/gen/consumer/protocol.js';
+import { BrokerStatusError, ConsumerStatusError, TransportError } from '../../../../src/lib/protocol/errors.js';
+import {
+  ApplyError,
+  applyInBatches,
+  JournalClient,
+  ShardClient,
+  type ApplyBatchInfo,
+  type ApplyService,
+} from '../../../../src/lib/client/index.js';
+import { startJournalStub, startShardStub, stubHeader } from '../../../../src/testing/stubs.js';
+import { fastDelay } from './helpers.js';
+
+interface FakeResponse {
+  status: number;
+  header?: { etcd?: { revision: bigint } };
+}
+
+const journals: ApplyService<FakeResponse> = {
+  what: 'applying journal specs',
+  statusError: (status, context) => new BrokerStatusError(status, context),
+};
+
+/** A fake service answering OK with revisions 11, 12, ... and recording the batches. */
+function fake(answer: (batch: number[], i: number) => FakeResponse | Promise<FakeResponse> = (_b, i) => ({ status: 0, header: { etcd: { revision: 11n + BigInt(i) } } })) {
+  const sent: number[][] = [];
+  return {
+    sent,
+    send: async (batch: number[]) => {
+      sent.push(batch);
+      return answer(batch, sent.length - 1);
+    },
+  };
+}
+
+const range = (n: number) => Array.from({ length: n }, (_, i) => i);
+
+function grpcError(code: GrpcStatus, details: string): ServiceError {
+  return Object.assign(new Error(`${code} ${GrpcStatus[code]}: ${details}`), { code, details, metadata: new Metadata() });
+}
+
+test('applyInBatches cuts the changes into batches of maxTxnSize, in order', async () => {
+  const f = fake();
+  const res = await applyInBatches(range(25), f.send, journals, { maxTxnSize: 10 });
+  assert.deepEqual(f.sent.map((b) => b.length), [10, 10, 5]);
+  assert.deepEqual(f.sent.flat(), range(25));
+  assert.equal(res.batches, 3);
+  assert.equal(res.applied, 25);
+  assert.equal(res.revision, 13n, 'the revision of the last transaction');
+  assert.equal(res.response.status, 0);
+});
+
+test('applyInBatches sends everything at once for maxTxnSize 0 or absent, and an empty list once', async () => {
+  for (const opts of [{ maxTxnSize: 0 }, {}]) {
+    const f = fake();
+    const res = await applyInBatches(range(300), f.send, journals, opts);
+    assert.deepEqual(f.sent.map((b) => b.length), [300]);
+    assert.equal(res.batches, 1);
+  }
+  const f = fake();
+  const res = await applyInBatches([], f.send, journals, { maxTxnSize: 5 });
+  assert.deepEqual(f.sent, [[]]);
+  assert.equal(res.batches, 1);
+  assert.equal(res.applied, 0);
+});
+
+test('applyInBatches calls onBatch after each applied batch', async () => {
+  const f = fake();
+  const seen: ApplyBatchInfo[] = [];
+  await applyInBatches(range(7), f.send, journals, { maxTxnSize: 3, onBatch: (b) => seen.push(b) });
+  assert.deepEqual(seen, [
+    { index: 0, batches: 3, size: 3, applied: 3, total: 7, revision: 11n },
+    { index: 1, batches: 3, size: 3, applied: 6, total: 7, revision: 12n },
+    { index: 2, batches: 3, size: 1, applied: 7, total: 7, revision: 13n },
+  ]);
+});
+
+test('a revision mismatch stops the run with an ApplyError saying where', async () => {
+  const f = fake((_b, i) => ({ status: i === 1 ? Status.ETCD_TRANSACTION_FAILED : 0, header: { etcd: { revision: 5n } } }));
+  const seen: number[] = [];
+  await assert.rejects(applyInBatches(range(25), f.send, journals, { maxTxnSize: 10, onBatch: (b) => seen.push(b.index) }), (e: unknown) => {
+    assert.ok(e instanceof ApplyError);
+    assert.equal(e.reason, 'revision-mismatch');
+    assert.equal(e.batchIndex, 1);
+    assert.equal(e.batches, 3);
+    assert.equal(e.batchSize, 10);
+    assert.equal(e.applied, 10);
+    assert.equal(e.total, 25);
+    assert.equal(e.status, Status.ETCD_TRANSACTION_FAILED);
+    assert.equal(e.statusName, 'ETCD_TRANSACTION_FAILED');
+    assert.ok(e.cause instanceof BrokerStatusError);
+    assert.equal(e.cause.status, Status.ETCD_TRANSACTION_FAILED);
+    assert.equal(e.detail, 'applying journal specs: ETCD_TRANSACTION_FAILED');
+    assert.equal(e.message, 'applying journal specs: batch 2 of 3 failed (10 of 25 changes already applied): ETCD_TRANSACTION_FAILED');
+    assert.equal(e.exitCode, 1);
+    return true;
+  });
+  assert.equal(f.sent.length, 2, 'nothing is sent after the failing batch');
+  assert.deepEqual(seen, [0]);
+});
+
+test('a one-batch failure reads like the plain status error', async () => {
+  const f = fake(() => ({ status: Status.ETCD_TRANSACTION_FAILED }));
+  await assert.rejects(applyInBatches(range(3), f.send, journals), (e: unknown) => {
+    assert.ok(e instanceof ApplyError);
+    assert.equal(e.message, 'applying journal specs: ETCD_TRANSACTION_FAILED');
+    assert.equal(e.batchIndex, 0);
+    assert.equal(e.batches, 1);
+    assert.equal(e.applied, 0);
+    return true;
+  });
+});
+
+test('another status is reason "other" and keeps the status', async () => {
+  const f = fake(() => ({ status: Status.NOT_ALLOWED }));
+  await assert.rejects(applyInBatches(range(3), f.send, journals), (e: unknown) => {
+    assert.ok(e instanceof ApplyError);
+    assert.equal(e.reason, 'other');
+    assert.equal(e.status, Status.NOT_ALLOWED);
+    assert.equal(e.statusName, 'NOT_ALLOWED');
+    return true;
+  });
+});
+
+test('a transport failure is reason "other", with the transport error as cause', async () => {
+  const cause = new TransportError('applying journal specs: UNAUTHENTICATED: not authorized to a/b', GrpcStatus.UNAUTHENTICATED);
+  cause.exitCode = 7;
+  const f = fake((_b, i) => {
+    if (i === 2) throw cause;
+    return { status: 0 };
+  });
+  await assert.rejects(applyInBatches(range(25), f.send, journals, { maxTxnSize: 10 }), (e: unknown) => {
+    assert.ok(e instanceof ApplyError);
+    assert.equal(e.reason, 'other');
+    assert.equal(e.cause, cause);
+    assert.equal(e.status, undefined);
+    assert.equal(e.batchIndex, 2);
+    assert.equal(e.applied, 20);
+    assert.equal(e.detail, cause.message);
+    assert.equal(e.message, `applying journal specs: batch 3 of 3 failed (20 of 25 changes already applied): ${cause.message}`);
+    assert.equal(e.exitCode, 7, 'the exit code of the cause');
+    return true;
+  });
+});
+
+test("etcd's too-many-operations refusal is recognised through the transport error", async () => {
+  const inner = grpcError(GrpcStatus.UNKNOWN, 'etcdserver: too many operations in txn request');
+  const f = fake(() => {
+    throw new TransportError(`applying journal specs: UNKNOWN: ${inner.details}`, inner.code, { cause: inner });
+  });
+  await assert.rejects(applyInBatches(range(200), f.send, journals), (e: unknown) => {
+    assert.ok(e instanceof ApplyError);
+    assert.equal(e.reason, 'too-many-operations');
+    assert.equal(e.batchSize, 200);
+    assert.equal(e.batches, 1);
+    return true;
+  });
+  // The same words in another kind of error (not from the service) are not etcd's refusal.
+  const g = fake(() => {
+    throw new Error('too many operations in txn request');
+  });
+  await assert.rejects(applyInBatches(range(2), g.send, journals), (e: unknown) => e instanceof ApplyError && e.reason === 'other');
+});
+
+test('an abort is rethrown as is', async () => {
+  const ac = new AbortController();
+  ac.abort();
+  const f = fake(() => {
+    throw ac.signal.reason;
+  });
+  await assert.rejects(applyInBatches(range(2), f.send, journals), (e: unknown) => !(e instanceof ApplyError) && (e as Error).name === 'AbortError');
+});
+
+test('JournalClient.apply: too many operations from the broker, at a real gRPC boundary', async () => {
+  const stub = await startJournalStub({
+    apply: (call, cb) => {
+      if (call.request.changes.length > 128) {
+        cb({ code: GrpcStatus.UNKNOWN, details: 'etcdserver: too many operations in txn request', metadata: new Metadata() } as ServiceError, null);
+      } else cb(null, ApplyResponse.fromPartial({ status: Status.OK, header: stubHeader({ revision: 42n }) }));
+    },
+  });
+  const client = new JournalClient({ address: stub.address }, { delay: fastDelay });
+  const changes: ApplyRequest_Change[] = range(200).map((i) => ({ expect_mod_revision: -1n, upsert: undefined, delete: `j/${i}` }));
+  try {
+    await assert.rejects(client.apply(changes, { maxTxnSize: 150 }), (e: unknown) => {
+      assert.ok(e instanceof ApplyError);
+      assert.equal(e.reason, 'too-many-operations');
+      assert.equal(e.batchIndex, 0);
+      assert.equal(e.batches, 2);
+      assert.equal(e.batchSize, 150);
+      assert.equal(e.applied, 0);
+      assert.ok(e.cause instanceof TransportError);
+      assert.doesNotMatch(e.message, /--/, 'library messages name no CLI flag');
+      return true;
+    });
+    const batches: number[] = [];
+    const res = await client.apply(changes, { maxTxnSize: 100, onBatch: (b) => batches.push(b.size) });
+    assert.deepEqual(batches, [100, 100]);
+    assert.equal(res.revision, 42n);
+    assert.equal(res.batches, 2);
+    assert.deepEqual(
+      stub.requests.map((r) => (r.request as ApplyRequest).changes.length),
+      [150, 100, 100],
+    );
+  } finally {
+    client.close();
+    await stub.stop();
+  }
+});
+
+test('ShardClient.apply: the consumer status is carried, with progress and the final revision', async () => {
+  let n = 0;
+  const stub = await startShardStub({
+    apply: (_call, cb) => {
+      n++;
+      cb(null, ShardApplyResponse.fromPartial({ status: n === 2 ? ConsumerStatus.SHARD_NOT_FOUND : ConsumerStatus.OK, header: stubHeader({ revision: 7n }) }));
+    },
+  });
+  const client = new ShardClient({ address: stub.address });
+  const changes: ShardChange[] = range(5).map((i) => ({ expect_mod_revision: -1n, upsert: undefined, delete: `s${i}`, primary_hints: undefined }));
+  try {
+    const seen: number[] = [];
+    await assert.rejects(client.apply(changes, { maxTxnSize: 2, onBatch: (b) => seen.push(b.applied) }), (e: unknown) => {
+      assert.ok(e instanceof ApplyError);
+      assert.equal(e.reason, 'other');
+      assert.equal(e.status, ConsumerStatus.SHARD_NOT_FOUND);
+      assert.ok(e.cause instanceof ConsumerStatusError);
+      assert.equal(e.message, 'applying shard specs: batch 2 of 3 failed (2 of 5 changes already applied): SHARD_NOT_FOUND');
+      return true;
+    });
+    assert.deepEqual(seen, [2]);
+    const res = await client.apply(changes.slice(0, 1));
+    assert.equal(res.revision, 7n);
+    assert.equal(res.batches, 1);
+  } finally {
+    client.close();
+    await stub.stop();
+  }
+});
