@@ -49,8 +49,10 @@ export interface PlanSubject<C, Cur> {
   /** The name (or ID) a change is about. */
   changeName(c: C): string;
   expectModRevision(c: C): bigint;
-  /** The spec of an upsert as canonical text, or undefined for a delete. */
-  upsertText(c: C): string | undefined;
+  /** Whether the change is an upsert (else a delete). */
+  isUpsert(c: C): boolean;
+  /** The spec of an upsert as canonical text (asked only when there is a current spec to compare with). */
+  upsertText(c: C): string;
   /** Whether an unchanged spec is still worth sending (e.g. it carries other writes). */
   alwaysSend?(c: C): boolean;
   currentName(cur: Cur): string;
@@ -71,10 +73,12 @@ export function planChanges<C, Cur>(changes: readonly C[], current: Iterable<Cur
     const expect = subject.expectModRevision(change);
     const cur = byName.get(name);
     const curRevision = cur === undefined ? undefined : subject.currentRevision(cur);
-    const upsert = subject.upsertText(change);
+    const upsert = subject.isUpsert(change);
 
-    if (upsert !== undefined && cur !== undefined && (expect === -1n || expect === curRevision) && !subject.alwaysSend?.(change)) {
-      if (upsert === subject.currentText(cur)) {
+    // Specs are rendered only to compare with an existing item at the expected revision, so a
+    // run of creates costs no rendering at all.
+    if (upsert && cur !== undefined && (expect === -1n || expect === curRevision) && !subject.alwaysSend?.(change)) {
+      if (subject.upsertText(change) === subject.currentText(cur)) {
         plan.unchanged++;
         plan.entries.push({ name, kind: 'unchanged', expectModRevision: expect, change });
         continue;
@@ -85,7 +89,7 @@ export function planChanges<C, Cur>(changes: readonly C[], current: Iterable<Cur
     else if (expect > 0n && curRevision === undefined) conflict = 'does not exist';
     else if (expect > 0n && curRevision !== expect) conflict = `is at revision ${curRevision}`;
 
-    const kind: PlanKind = upsert === undefined ? 'delete' : expect === 0n ? 'create' : expect === -1n ? 'upsert' : 'update';
+    const kind: PlanKind = !upsert ? 'delete' : expect === 0n ? 'create' : expect === -1n ? 'upsert' : 'update';
     const entry: PlannedChange<C> = conflict === undefined ? { name, kind, expectModRevision: expect, change } : { name, kind, expectModRevision: expect, conflict, change };
     plan.entries.push(entry);
     plan.changes.push(change);
@@ -98,7 +102,8 @@ export function planChanges<C, Cur>(changes: readonly C[], current: Iterable<Cur
 export const journalPlanSubject: PlanSubject<JournalChange, ListResponse_Journal> = {
   changeName: (c) => (c.upsert ? c.upsert.name : c.delete),
   expectModRevision: (c) => c.expect_mod_revision,
-  upsertText: (c) => (c.upsert ? journalSpecToJson(c.upsert) : undefined),
+  isUpsert: (c) => c.upsert !== undefined,
+  upsertText: (c) => journalSpecToJson(c.upsert),
   currentName: (j) => j.spec?.name ?? '',
   currentRevision: (j) => j.mod_revision,
   currentText: (j) => journalSpecToJson(j.spec),
@@ -111,7 +116,8 @@ export const journalPlanSubject: PlanSubject<JournalChange, ListResponse_Journal
 export const shardPlanSubject: PlanSubject<ShardChange, ListResponse_Shard> = {
   changeName: (c) => (c.upsert ? c.upsert.id : c.delete),
   expectModRevision: (c) => c.expect_mod_revision,
-  upsertText: (c) => (c.upsert ? shardSpecToJson(c.upsert) : undefined),
+  isUpsert: (c) => c.upsert !== undefined,
+  upsertText: (c) => shardSpecToJson(c.upsert),
   alwaysSend: (c) => c.primary_hints !== undefined,
   currentName: (s) => s.spec?.id ?? '',
   currentRevision: (s) => s.mod_revision,

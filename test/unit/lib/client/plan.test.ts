@@ -6,7 +6,7 @@ import type {
   ListResponse_Shard,
   ShardSpec,
 } from '../../../../src/lib/protocol/gen/consumer/protocol.js';
-import { commonDirPrefix, planChanges, planJournalChanges, planSelector, planShardChanges } from '../../../../src/lib/client/index.js';
+import { commonDirPrefix, planChanges, planJournalChanges, planSelector, planShardChanges, type PlanSubject } from '../../../../src/lib/client/index.js';
 
 function jspec(name: string, rate = 0n): JournalSpec {
   return {
@@ -163,13 +163,36 @@ describe('planChanges', () => {
       {
         changeName: (c) => c.n,
         expectModRevision: (c) => c.rev,
-        upsertText: (c) => c.v,
+        isUpsert: (c) => c.v !== undefined,
+        upsertText: (c) => c.v!,
         currentName: (c) => c.n,
         currentRevision: (c) => c.rev,
         currentText: (c) => c.v,
       },
     );
     assert.deepEqual(summary(plan), ['unchanged x', 'create y', 'delete z']);
+  });
+
+  it('renders a spec only to compare it with an existing item', () => {
+    type Item = { n: string; rev: bigint };
+    let rendered = 0;
+    const subject: PlanSubject<Item, Item> = {
+      changeName: (c) => c.n,
+      expectModRevision: (c) => c.rev,
+      isUpsert: () => true,
+      upsertText: (c) => {
+        rendered++;
+        return c.n;
+      },
+      currentName: (c) => c.n,
+      currentRevision: (c) => c.rev,
+      currentText: (c) => c.n,
+    };
+    const creates = Array.from({ length: 1000 }, (_, i) => ({ n: `new/${i}`, rev: 0n }));
+    const plan = planChanges([...creates, { n: 'old', rev: 3n }], [{ n: 'old', rev: 3n }], subject);
+    assert.equal(plan.changes.length, 1000);
+    assert.equal(plan.unchanged, 1);
+    assert.equal(rendered, 1);
   });
 });
 
