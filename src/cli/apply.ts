@@ -3,7 +3,7 @@
 // Planning, batching and classifying failures are the library's (src/lib/client/plan.ts and
 // apply.ts); this file only renders their results.
 import { GazctlError, ValidationError } from '../lib/protocol/errors.js';
-import { ETCD_DEFAULT_MAX_TXN_OPS } from '../lib/client/batch.js';
+import { batchCount, ETCD_DEFAULT_MAX_TXN_OPS } from '../lib/client/batch.js';
 import type { ApplyError } from '../lib/client/apply.js';
 import type { ApplyPlan, PlannedChange } from '../lib/client/plan.js';
 
@@ -15,7 +15,7 @@ export function checkMaxTxnSize(n: number): void {
 /** Number of transactions `n` changes take with --max-txn-size `maxTxnSize`. */
 export function transactionCount(n: number, maxTxnSize: number): number {
   checkMaxTxnSize(maxTxnSize);
-  return maxTxnSize === 0 || n <= maxTxnSize ? 1 : Math.ceil(n / maxTxnSize);
+  return batchCount(n, maxTxnSize);
 }
 
 export function describeChange(c: PlannedChange<unknown>): string {

@@ -18,3 +18,11 @@ export function batchChanges<T>(changes: readonly T[], maxTxnSize: number): T[][
   for (let i = 0; i < changes.length; i += maxTxnSize) out.push(changes.slice(i, i + maxTxnSize));
   return out;
 }
+
+/** How many batches {@link batchChanges} cuts `n` changes into (at least one). */
+export function batchCount(n: number, maxTxnSize: number): number {
+  if (!Number.isInteger(maxTxnSize) || maxTxnSize < 0) {
+    throw new ValidationError(`must be a non-negative integer (got ${maxTxnSize})`, 'maxTxnSize');
+  }
+  return maxTxnSize === 0 || n <= maxTxnSize ? 1 : Math.ceil(n / maxTxnSize);
+}

@@ -24,7 +24,7 @@ export {
 export { RouteCache, pickEndpoint, type DispatchOptions, type EndpointState } from './route-cache.js';
 export { openFragment, DirectReadError, DirectReadUnsupportedError, type OpenFragmentOptions, type OpenedFragment } from './fragment-fetch.js';
 export { retryCall, transportError, describeGrpcError, type CallOptions, type RetryHook } from './rpc.js';
-export { batchChanges, ETCD_DEFAULT_MAX_TXN_OPS } from './batch.js';
+export { batchChanges, batchCount, ETCD_DEFAULT_MAX_TXN_OPS } from './batch.js';
 export {
   applyInBatches,
   ApplyError,

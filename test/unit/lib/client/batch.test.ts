@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { batchChanges, ETCD_DEFAULT_MAX_TXN_OPS } from '../../../../src/lib/client/batch.js';
+import { batchChanges, batchCount, ETCD_DEFAULT_MAX_TXN_OPS } from '../../../../src/lib/client/batch.js';
 import { ValidationError } from '../../../../src/lib/protocol/errors.js';
 
 describe('batchChanges', () => {
@@ -21,6 +21,12 @@ describe('batchChanges', () => {
   it('rejects negative and fractional sizes naming the option', () => {
     assert.throws(() => batchChanges(xs, -1), (e: unknown) => e instanceof ValidationError && /^maxTxnSize: /.test(e.message));
     assert.throws(() => batchChanges(xs, 1.5), ValidationError);
+  });
+  it('counts the batches it would cut', () => {
+    for (const [n, size] of [[7, 0], [7, 3], [7, 7], [7, 100], [7, 1], [0, 0], [0, 5], [300, 100], [301, 100]] as const) {
+      assert.equal(batchCount(n, size), batchChanges(Array.from({ length: n }, (_, i) => i), size).length, `${n} by ${size}`);
+    }
+    assert.throws(() => batchCount(3, -1), (e: unknown) => e instanceof ValidationError && /^maxTxnSize: /.test(e.message));
   });
   it('exposes the etcd default op limit', () => {
     assert.equal(ETCD_DEFAULT_MAX_TXN_OPS, 128);
