@@ -4,6 +4,8 @@
 import { credentials } from '@grpc/grpc-js';
 import { join } from 'node:path';
 import { AppendRequest, AppendRequest_Suspend, JournalClient, Route, Status, type LabelSelector, type ListResponse, type ListResponse_Journal } from '../lib/protocol/gen/broker/protocol.js';
+import { assignmentsPrefix, parseAssignmentKey, routeFromAssignments, type AssignmentKey } from '../lib/keyspace/keys.js';
+import { routeEquals } from '../lib/protocol/route.js';
 import { rangePrefix } from './etcd.js';
 import { pollUntil } from './process.js';
 import type { Cluster } from './cluster.js';
@@ -80,27 +82,23 @@ export async function journalInconsistency(
   etcdPrefix: string,
   journal: string,
 ): Promise<string | undefined> {
-  const kvs = await rangePrefix(etcdEndpoint, `${etcdPrefix}/assign/${journal}#`);
+  const kvs = await rangePrefix(etcdEndpoint, assignmentsPrefix(etcdPrefix, journal));
   if (kvs.length === 0) return 'no assignments';
-  const members: { zone: string; suffix: string }[] = [];
-  let primary = -1;
+  const keys: AssignmentKey[] = [];
   for (const kv of kvs) {
-    const parts = kv.key.slice(`${etcdPrefix}/assign/${journal}#`.length).split('#');
-    if (parts.length !== 3) return `unparseable assignment key ${kv.key}`;
-    const [zone, suffix, slot] = parts as [string, string, string];
-    if (slot === '0') primary = members.length;
-    members.push({ zone, suffix });
+    try {
+      keys.push(parseAssignmentKey(etcdPrefix, kv.key));
+    } catch {
+      return `unparseable assignment key ${kv.key}`;
+    }
   }
+  const derived = routeFromAssignments(keys);
+  const members = derived.members;
   for (const kv of kvs) {
     const r = kv.value.length ? Route.decode(kv.value) : undefined;
-    const same =
-      r !== undefined &&
-      r.primary === primary &&
-      r.members.length === members.length &&
-      r.members.every((m, i) => m.zone === members[i]!.zone && m.suffix === members[i]!.suffix);
-    if (!same) {
+    if (r === undefined || !routeEquals(r, derived)) {
       const seen = r ? `${r.members.map((m) => m.suffix).join(',')} primary ${r.primary}` : 'empty';
-      return `assignment ${kv.key} advertises [${seen}], keys say [${members.map((m) => m.suffix).join(',')}] primary ${primary}`;
+      return `assignment ${kv.key} advertises [${seen}], keys say [${members.map((m) => m.suffix).join(',')}] primary ${derived.primary}`;
     }
   }
   return undefined;

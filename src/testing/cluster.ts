@@ -31,6 +31,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Status } from '../lib/protocol/gen/broker/protocol.js';
+import { DEFAULT_BROKER_ROOT, memberKey } from '../lib/keyspace/keys.js';
 import { etcdHealthy, etcdRevision, getKey, revokeLease, startEtcd, type EtcdProcess } from './etcd.js';
 import { freePorts } from './ports.js';
 import { PollAbort, pollUntil, registerExitCleanup } from './process.js';
@@ -150,7 +151,7 @@ class LocalCluster implements Cluster {
   memberKey(i: number): string {
     const o = this.startOpts[i];
     if (!o) throw new RangeError(`no broker ${i} (cluster has ${this.startOpts.length})`);
-    return `${o.etcdPrefix}/members/${o.zone}#${o.id}`;
+    return memberKey(o.etcdPrefix, { zone: o.zone, suffix: o.id });
   }
 
   async stopBroker(i: number, opts: StopBrokerOptions = {}): Promise<void> {
@@ -251,7 +252,7 @@ export async function startCluster(o: StartClusterOptions = {}): Promise<Cluster
   if (!Number.isInteger(n) || n < 1) throw new RangeError(`brokers must be >= 1, got ${n}`);
   const impl = o.impl ?? brokerImplFromEnv();
   const zone = o.zone ?? 'local';
-  const etcdPrefix = o.etcdPrefix ?? '/gazette/cluster';
+  const etcdPrefix = o.etcdPrefix ?? DEFAULT_BROKER_ROOT;
   const keepTemp = o.keepTemp ?? process.env.GAZCTL_TEST_KEEP_TEMP === '1';
 
   const tempDir = await mkdtemp(join(tmpdir(), 'gazctl-cluster-'));

@@ -1,15 +1,21 @@
-// A throw-away single-member etcd on loopback ports, plus tiny helpers over etcd's v3 JSON
-// gateway (`POST /v3/kv/...`, keys and values base64-encoded) for readiness checks and for
-// tests that inspect or seed the keyspace.
+// A throw-away single-member etcd on loopback ports, plus tiny helpers over our keyspace client
+// (src/lib/keyspace) for readiness checks and for tests that inspect or seed the keyspace.
+//
+// The helpers take an endpoint and use a short-lived client per call, which keeps them free of
+// state for tests to manage; a test that makes many calls, watches or holds leases should
+// `connect()` once instead (and close the client).
 
 import { rmSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+import { Keyspace, type KeyValue } from '../lib/keyspace/index.js';
 import { peerBinary } from './peers.js';
 import { freePorts } from './ports.js';
 import { PollAbort, pollUntil, registerExitCleanup, scrubEnv, spawnManaged, type ManagedProcess } from './process.js';
+
+export { prefixRangeEnd, type KeyValue } from '../lib/keyspace/index.js';
 
 export interface StartEtcdOptions {
   /** Directory for data, WAL and log; a fresh temp dir (removed on stop) when absent. */
@@ -18,7 +24,7 @@ export interface StartEtcdOptions {
   clientPort?: number;
   /** Peer port; a free one when absent. */
   peerPort?: number;
-  /** How long to wait for `/health`. Default 20 s. */
+  /** How long to wait for etcd to become healthy. Default 20 s. */
   readyTimeoutMs?: number;
   /** Extra etcd flags. */
   extraArgs?: string[];
@@ -28,23 +34,25 @@ export interface EtcdProcess {
   /** Client URL, `http://127.0.0.1:<port>`. */
   readonly endpoint: string;
   readonly clientPort: number;
+  readonly peerPort: number;
   readonly dataDir: string;
   readonly logFile: string;
+  /** The current etcd process (a new one after {@link EtcdProcess.resume}). */
   readonly process: ManagedProcess;
-  /** SIGTERM (then SIGKILL) and wait; removes the dir when it was created by startEtcd. */
+  /**
+   * Stop the etcd process but keep its data dir and ports, e.g. to simulate an outage:
+   * SIGTERM (then SIGKILL) by default, or SIGKILL at once. No-op when already halted.
+   */
+  halt(signal?: 'SIGTERM' | 'SIGKILL'): Promise<void>;
+  /** Start etcd again on the same ports and data dir and wait until it is healthy. */
+  resume(): Promise<void>;
+  /** A keyspace client for this etcd; the caller closes it. */
+  connect(): Keyspace;
+  /** Halt and, when the dir was created by startEtcd, remove it. */
   stop(): Promise<void>;
 }
 
-export interface KeyValue {
-  key: string;
-  value: Buffer;
-  createRevision: bigint;
-  modRevision: bigint;
-  version: bigint;
-  lease: bigint;
-}
-
-/** Start etcd and resolve once `GET /health` reports healthy. */
+/** Start etcd and resolve once it answers a linearizable read. */
 export async function startEtcd(opts: StartEtcdOptions = {}): Promise<EtcdProcess> {
   const bin = peerBinary('etcd');
   const ownDir = opts.dir === undefined;
@@ -62,38 +70,33 @@ export async function startEtcd(opts: StartEtcdOptions = {}): Promise<EtcdProces
   const peerUrl = `http://127.0.0.1:${peerPort}`;
   const dataDir = join(dir, 'data');
   const logFile = join(dir, 'etcd.log');
-  const proc = spawnManaged({
-    name: 'etcd',
-    command: bin,
-    args: [
-      '--name=gazctl-test',
-      `--data-dir=${dataDir}`,
-      `--listen-client-urls=${endpoint}`,
-      `--advertise-client-urls=${endpoint}`,
-      `--listen-peer-urls=${peerUrl}`,
-      `--initial-advertise-peer-urls=${peerUrl}`,
-      `--initial-cluster=gazctl-test=${peerUrl}`,
-      '--initial-cluster-state=new',
-      '--log-level=warn',
-      // Test data is throw-away: skip fsync, which dominates etcd latency on CI disks.
-      '--unsafe-no-fsync',
-      ...(opts.extraArgs ?? []),
-    ],
-    logFile,
-    // etcd reads ETCD_* variables as flags and refuses duplicates; keep them out.
-    env: scrubEnv(process.env, ['ETCD_']),
-  });
+  const spawn = (): ManagedProcess =>
+    spawnManaged({
+      name: 'etcd',
+      command: bin,
+      args: [
+        '--name=gazctl-test',
+        `--data-dir=${dataDir}`,
+        `--listen-client-urls=${endpoint}`,
+        `--advertise-client-urls=${endpoint}`,
+        `--listen-peer-urls=${peerUrl}`,
+        `--initial-advertise-peer-urls=${peerUrl}`,
+        `--initial-cluster=gazctl-test=${peerUrl}`,
+        // Ignored by etcd once the data dir holds a member, so a resumed etcd keeps its data.
+        '--initial-cluster-state=new',
+        '--log-level=warn',
+        // Test data is throw-away: skip fsync, which dominates etcd latency on CI disks.
+        '--unsafe-no-fsync',
+        ...(opts.extraArgs ?? []),
+      ],
+      logFile,
+      // etcd reads ETCD_* variables as flags and refuses duplicates; keep them out.
+      env: scrubEnv(process.env, ['ETCD_']),
+    });
 
-  const stop = async (): Promise<void> => {
-    await proc.stop('SIGTERM', 5000);
-    if (ownDir) {
-      await rm(dir, { recursive: true, force: true });
-      unregister();
-    }
-  };
-
-  try {
-    await pollUntil(
+  let proc = spawn();
+  const waitHealthy = (): Promise<true> =>
+    pollUntil(
       `etcd at ${endpoint} to become healthy`,
       async () => {
         if (!proc.running) throw new PollAbort('etcd exited');
@@ -101,116 +104,86 @@ export async function startEtcd(opts: StartEtcdOptions = {}): Promise<EtcdProces
       },
       { timeoutMs: opts.readyTimeoutMs ?? 20_000, intervalMs: 50, describe: () => proc.describe() },
     );
+
+  const halt = async (signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<void> => {
+    await proc.stop(signal, 5000);
+  };
+  const stop = async (): Promise<void> => {
+    await halt();
+    if (ownDir) {
+      await rm(dir, { recursive: true, force: true });
+      unregister();
+    }
+  };
+
+  try {
+    await waitHealthy();
   } catch (e) {
     await stop();
     throw e;
   }
-  return { endpoint, clientPort, dataDir, logFile, process: proc, stop };
+  return {
+    endpoint,
+    clientPort,
+    peerPort,
+    dataDir,
+    logFile,
+    get process() {
+      return proc;
+    },
+    halt,
+    async resume() {
+      if (proc.running) return;
+      proc = spawn();
+      await waitHealthy();
+    },
+    connect: () => new Keyspace({ endpoints: endpoint }),
+    stop,
+  };
 }
 
-/** True when `GET <endpoint>/health` answers `{"health":"true", ...}`. */
+/** Run `fn` with a keyspace client for `endpoint` that is closed afterwards. */
+export async function withKeyspace<T>(endpoint: string, fn: (ks: Keyspace) => Promise<T>): Promise<T> {
+  const ks = new Keyspace({ endpoints: endpoint });
+  try {
+    return await fn(ks);
+  } finally {
+    ks.close();
+  }
+}
+
+/** True when etcd at `endpoint` answers a linearizable read within 2 s. Never throws. */
 export async function etcdHealthy(endpoint: string): Promise<boolean> {
   try {
-    const res = await fetch(`${endpoint}/health`, { signal: AbortSignal.timeout(2000) });
-    if (!res.ok) return false;
-    const body = (await res.json()) as { health?: unknown };
-    return body.health === 'true' || body.health === true;
+    return await withKeyspace(endpoint, (ks) => ks.healthy(2000));
   } catch {
     return false;
   }
 }
 
-// ---- v3 JSON gateway helpers ----------------------------------------------------------------
-
-const b64 = (s: string | Buffer): string => Buffer.from(s).toString('base64');
-
-/** The first key after every key that starts with `prefix` (etcd's "range_end" for a prefix). */
-export function prefixRangeEnd(prefix: string | Buffer): Buffer {
-  const end = Buffer.from(prefix);
-  for (let i = end.length - 1; i >= 0; i--) {
-    if (end[i]! < 0xff) {
-      end[i] = end[i]! + 1;
-      return end.subarray(0, i + 1);
-    }
-  }
-  return Buffer.from([0]); // all 0xff: range to the end of the keyspace
-}
-
-async function gateway<T>(endpoint: string, path: string, body: unknown): Promise<T> {
-  const res = await fetch(`${endpoint}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-    signal: AbortSignal.timeout(5000),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`etcd ${path}: HTTP ${res.status}: ${text}`);
-  return JSON.parse(text) as T;
-}
-
-interface RawKv {
-  key?: string;
-  value?: string;
-  create_revision?: string;
-  mod_revision?: string;
-  version?: string;
-  lease?: string;
-}
-
-const big = (s: string | undefined): bigint => (s ? BigInt(s) : 0n);
-
-function decodeKv(kv: RawKv): KeyValue {
-  return {
-    key: Buffer.from(kv.key ?? '', 'base64').toString('utf8'),
-    value: Buffer.from(kv.value ?? '', 'base64'),
-    createRevision: big(kv.create_revision),
-    modRevision: big(kv.mod_revision),
-    version: big(kv.version),
-    lease: big(kv.lease),
-  };
-}
-
 /** All keys starting with `prefix`, in key order. */
 export async function rangePrefix(endpoint: string, prefix: string): Promise<KeyValue[]> {
-  const r = await gateway<{ kvs?: RawKv[] }>(endpoint, '/v3/kv/range', {
-    key: b64(prefix),
-    range_end: prefixRangeEnd(prefix).toString('base64'),
-  });
-  return (r.kvs ?? []).map(decodeKv);
+  return withKeyspace(endpoint, async (ks) => (await ks.range(prefix)).kvs);
 }
 
 /** One key, or undefined when absent. */
 export async function getKey(endpoint: string, key: string): Promise<KeyValue | undefined> {
-  const r = await gateway<{ kvs?: RawKv[] }>(endpoint, '/v3/kv/range', { key: b64(key) });
-  const kv = r.kvs?.[0];
-  return kv ? decodeKv(kv) : undefined;
+  return withKeyspace(endpoint, (ks) => ks.get(key));
 }
 
 /** Current etcd revision. */
 export async function etcdRevision(endpoint: string): Promise<bigint> {
-  const r = await gateway<{ header?: { revision?: string } }>(endpoint, '/v3/kv/range', {
-    key: b64('\0'),
-    count_only: true,
-  });
-  return big(r.header?.revision);
+  return withKeyspace(endpoint, (ks) => ks.revision());
 }
 
 /** Put a key; resolves with the revision of the write. */
 export async function putKey(endpoint: string, key: string, value: string | Buffer): Promise<bigint> {
-  const r = await gateway<{ header?: { revision?: string } }>(endpoint, '/v3/kv/put', {
-    key: b64(key),
-    value: b64(value),
-  });
-  return big(r.header?.revision);
+  return withKeyspace(endpoint, (ks) => ks.put(key, value));
 }
 
 /** Delete every key starting with `prefix`; resolves with the number deleted. */
 export async function deletePrefix(endpoint: string, prefix: string): Promise<number> {
-  const r = await gateway<{ deleted?: string }>(endpoint, '/v3/kv/deleterange', {
-    key: b64(prefix),
-    range_end: prefixRangeEnd(prefix).toString('base64'),
-  });
-  return Number(r.deleted ?? 0);
+  return withKeyspace(endpoint, (ks) => ks.deletePrefix(prefix));
 }
 
 /**
@@ -218,14 +191,5 @@ export async function deletePrefix(endpoint: string, prefix: string): Promise<nu
  * Resolves false when the lease no longer exists.
  */
 export async function revokeLease(endpoint: string, lease: bigint): Promise<boolean> {
-  const res = await fetch(`${endpoint}/v3/lease/revoke`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ ID: lease.toString() }),
-    signal: AbortSignal.timeout(5000),
-  });
-  const text = await res.text();
-  if (res.ok) return true;
-  if (/lease not found/i.test(text)) return false;
-  throw new Error(`etcd /v3/lease/revoke: HTTP ${res.status}: ${text}`);
+  return withKeyspace(endpoint, (ks) => ks.revokeLease(lease));
 }

@@ -1,0 +1,337 @@
+// A small etcd v3 client for Gazette's keyspace, on the `etcd3` package's gRPC stubs: single
+// reads, prefix ranges (paged, at one revision), puts, deletes, transactions with compares,
+// leases with keep-alive (lease.ts) and prefix watches that never give up (watch.ts).
+//
+// We use etcd3 for its generated RPC layer and connection handling only. Its own retry and
+// circuit-breaker policies are replaced by a pass-through: a failed call fails at once, with
+// a KeyspaceError, and the long-lived parts (watches, keep-alives) do their own retrying, so a
+// 15 s outage is ridden out instead of tripping a breaker that keeps us away afterwards.
+import { Etcd3, type IOptions, type IKeyValue, type ICompare, type IRequestOp } from 'etcd3';
+
+import { GazctlError } from '../protocol/errors.js';
+import { Lease, type LeaseOptions } from './lease.js';
+import { PrefixWatch, type WatchPrefixOptions } from './watch.js';
+
+/** An etcd call failed (transport, deadline, or an error reported by etcd). */
+export class KeyspaceError extends GazctlError {}
+
+export interface KeyspaceOptions {
+  /** etcd client URLs, `http://host:port`. */
+  endpoints: string | string[];
+  /** Deadline of each unary call. Default 5 s. */
+  callTimeoutMs?: number;
+  /** Closes the client (and its watches and keep-alives) when aborted. */
+  signal?: AbortSignal;
+}
+
+export interface KeyValue {
+  key: string;
+  value: Buffer;
+  createRevision: bigint;
+  modRevision: bigint;
+  version: bigint;
+  /** Lease id, 0 when the key has none. */
+  lease: bigint;
+}
+
+/** A condition of a transaction, on one key. */
+export type Compare =
+  | { key: string; target: 'modRevision' | 'createRevision' | 'version' | 'lease'; result?: CompareResult; value: bigint }
+  | { key: string; target: 'value'; result?: CompareResult; value: string | Buffer };
+export type CompareResult = '=' | '!=' | '<' | '>';
+
+/** An operation of a transaction. */
+export type TxnOp =
+  | { put: string; value: string | Buffer; lease?: bigint }
+  | { delete: string }
+  | { deletePrefix: string };
+
+export interface TxnResult {
+  succeeded: boolean;
+  /** Revision of the store after the transaction (unchanged when it only read or failed without writes). */
+  revision: bigint;
+}
+
+export interface RangeResult {
+  kvs: KeyValue[];
+  /** The revision the range was read at. */
+  revision: bigint;
+}
+
+const COMPARE_RESULT = { '=': 'Equal', '!=': 'NotEqual', '<': 'Less', '>': 'Greater' } as const;
+const COMPARE_TARGET = { modRevision: 'Mod', createRevision: 'Create', version: 'Version', lease: 'Lease', value: 'Value' } as const;
+const COMPARE_FIELD = { modRevision: 'mod_revision', createRevision: 'create_revision', version: 'version', lease: 'lease' } as const;
+
+type Policy = NonNullable<NonNullable<IOptions['faultHandling']>['global']>;
+
+/** A fault-handling policy that runs the call once and lets its error through. */
+function passThroughPolicy(): Policy {
+  const noEvent = () => ({ dispose() {} });
+  const policy = {
+    onSuccess: noEvent,
+    onFailure: noEvent,
+    execute<T>(fn: (ctx: { signal: AbortSignal }) => PromiseLike<T> | T, signal?: AbortSignal): Promise<T> {
+      return Promise.resolve().then(() => fn({ signal: signal ?? new AbortController().signal }));
+    },
+  };
+  return policy as unknown as Policy;
+}
+
+/** The first key after every key that starts with `prefix` (etcd's range end for a prefix). */
+export function prefixRangeEnd(prefix: string | Buffer): Buffer {
+  const end = Buffer.from(prefix);
+  for (let i = end.length - 1; i >= 0; i--) {
+    if (end[i]! < 0xff) {
+      end[i] = end[i]! + 1;
+      return end.subarray(0, i + 1);
+    }
+  }
+  return Buffer.from([0]); // all 0xff (or empty): range to the end of the keyspace
+}
+
+const big = (s: string | number | undefined): bigint => (s === undefined || s === '' ? 0n : BigInt(s));
+
+/** @internal */
+export function decodeKv(kv: IKeyValue): KeyValue {
+  return {
+    key: Buffer.from(kv.key).toString('utf8'),
+    value: Buffer.from(kv.value ?? []),
+    createRevision: big(kv.create_revision),
+    modRevision: big(kv.mod_revision),
+    version: big(kv.version),
+    lease: big(kv.lease),
+  };
+}
+
+function describe(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+/** Sleeps `ms`, or less when `signal` aborts (never rejects). @internal */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(t);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+export class Keyspace {
+  /** @internal The etcd3 client: its `kv`, `leaseClient` and `watchClient` stubs. */
+  readonly rpc: Etcd3;
+  readonly endpoints: readonly string[];
+  private readonly owned = new Set<{ close(): unknown }>();
+  private readonly closer = new AbortController();
+  private closed = false;
+
+  constructor(opts: KeyspaceOptions) {
+    const endpoints = typeof opts.endpoints === 'string' ? [opts.endpoints] : [...opts.endpoints];
+    if (endpoints.length === 0) throw new KeyspaceError('no etcd endpoints given');
+    this.endpoints = endpoints;
+    const timeout = opts.callTimeoutMs ?? 5000;
+    const policy = passThroughPolicy();
+    this.rpc = new Etcd3({
+      hosts: endpoints,
+      defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + timeout }),
+      faultHandling: { host: () => policy, global: policy },
+      grpcOptions: {
+        // Notice a silently dead connection within ~15 s. etcd's default server policy allows
+        // pings every 5 s while a call is open and none without one.
+        'grpc.keepalive_time_ms': 10_000,
+        'grpc.keepalive_timeout_ms': 5_000,
+        'grpc.keepalive_permit_without_calls': 0,
+      },
+    });
+    if (opts.signal) {
+      if (opts.signal.aborted) this.close();
+      else opts.signal.addEventListener('abort', () => this.close(), { once: true });
+    }
+  }
+
+  /** Aborted once the client is closed. @internal */
+  get closeSignal(): AbortSignal {
+    return this.closer.signal;
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  private async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    if (this.closed) throw new KeyspaceError(`etcd ${what}: the keyspace client is closed`);
+    try {
+      return await fn();
+    } catch (e) {
+      throw new KeyspaceError(`etcd ${what}: ${describe(e)}`, { cause: e });
+    }
+  }
+
+  /** One key, or undefined when absent. */
+  async get(key: string): Promise<KeyValue | undefined> {
+    const r = await this.call(`get ${key}`, () => this.rpc.kv.range({ key: Buffer.from(key) }));
+    const kv = r.kvs[0];
+    return kv ? decodeKv(kv) : undefined;
+  }
+
+  /**
+   * Every key starting with `prefix`, in key order, all read at one revision (the first page's
+   * unless `revision` is given). Large prefixes are read `pageSize` keys at a time (default 1000).
+   */
+  async range(prefix: string, opts: { revision?: bigint; pageSize?: number } = {}): Promise<RangeResult> {
+    const end = prefixRangeEnd(prefix);
+    const limit = opts.pageSize ?? 1000;
+    let start = Buffer.from(prefix);
+    let revision = opts.revision;
+    const kvs: KeyValue[] = [];
+    for (;;) {
+      const r = await this.call(`range ${prefix}`, () =>
+        this.rpc.kv.range({ key: start, range_end: end, limit, revision: revision === undefined ? 0 : revision.toString() }),
+      );
+      revision ??= big(r.header.revision);
+      for (const kv of r.kvs) kvs.push(decodeKv(kv));
+      if (!r.more || r.kvs.length === 0) break;
+      start = Buffer.concat([Buffer.from(r.kvs[r.kvs.length - 1]!.key), Buffer.from([0])]);
+    }
+    return { kvs, revision: revision ?? 0n };
+  }
+
+  /** The store's current revision. */
+  async revision(): Promise<bigint> {
+    const r = await this.call('revision', () => this.rpc.kv.range({ key: Buffer.from([0]), count_only: true }));
+    return big(r.header.revision);
+  }
+
+  /** Put a key (attached to `lease` when given); resolves with the revision of the write. */
+  async put(key: string, value: string | Buffer, opts: { lease?: bigint } = {}): Promise<bigint> {
+    const r = await this.call(`put ${key}`, () =>
+      this.rpc.kv.put({ key: Buffer.from(key), value: Buffer.from(value), lease: opts.lease?.toString() }),
+    );
+    return big(r.header.revision);
+  }
+
+  /** Delete one key; resolves with whether it existed. */
+  async delete(key: string): Promise<boolean> {
+    const r = await this.call(`delete ${key}`, () => this.rpc.kv.deleteRange({ key: Buffer.from(key) }));
+    return big(r.deleted) > 0n;
+  }
+
+  /** Delete every key starting with `prefix`; resolves with the number deleted. */
+  async deletePrefix(prefix: string): Promise<number> {
+    const r = await this.call(`delete prefix ${prefix}`, () =>
+      this.rpc.kv.deleteRange({ key: Buffer.from(prefix), range_end: prefixRangeEnd(prefix) }),
+    );
+    return Number(r.deleted);
+  }
+
+  /**
+   * One transaction: when every compare holds, `success` runs, else `failure`. A compare of
+   * `modRevision` (or `createRevision`) with 0 means "the key does not exist".
+   */
+  async txn(t: { compare?: Compare[]; success?: TxnOp[]; failure?: TxnOp[] }): Promise<TxnResult> {
+    const r = await this.call('txn', () =>
+      this.rpc.kv.txn({
+        compare: (t.compare ?? []).map(toCompare),
+        success: (t.success ?? []).map(toOp),
+        failure: (t.failure ?? []).map(toOp),
+      }),
+    );
+    return { succeeded: r.succeeded, revision: big(r.header.revision) };
+  }
+
+  /**
+   * Compact the history up to `revision`: older revisions can no longer be read or watched
+   * (a watch resuming below it resyncs instead).
+   */
+  async compact(revision: bigint): Promise<void> {
+    await this.call(`compact ${revision}`, () => this.rpc.kv.compact({ revision: revision.toString(), physical: true }));
+  }
+
+  /**
+   * Whether etcd answers a linearizable read (which needs a leader) within `timeoutMs`
+   * (default 2 s). Never throws.
+   */
+  async healthy(timeoutMs = 2000): Promise<boolean> {
+    if (this.closed) return false;
+    try {
+      await this.rpc.kv.range({ key: Buffer.from('health'), count_only: true }, { deadline: Date.now() + timeoutMs });
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Grant a lease of `ttlSeconds` and keep it alive until it is revoked, closed or lost. */
+  async grantLease(ttlSeconds: number, opts: LeaseOptions = {}): Promise<Lease> {
+    if (!Number.isInteger(ttlSeconds) || ttlSeconds < 1) throw new KeyspaceError(`lease TTL must be a whole number of seconds >= 1, got ${ttlSeconds}`);
+    const r = await this.call('grant lease', () => this.rpc.leaseClient.leaseGrant({ TTL: ttlSeconds }));
+    if (r.error) throw new KeyspaceError(`etcd grant lease: ${r.error}`);
+    const lease = new Lease(this, big(r.ID), Number(r.TTL), opts);
+    this.own(lease);
+    return lease;
+  }
+
+  /**
+   * Revoke a lease by id: every key attached to it is deleted at once, as when it expires.
+   * Resolves false when etcd does not know the lease (expired or revoked already).
+   */
+  async revokeLease(id: bigint): Promise<boolean> {
+    try {
+      await this.call(`revoke lease ${id}`, () => this.rpc.leaseClient.leaseRevoke({ ID: id.toString() }));
+      return true;
+    } catch (e) {
+      if (/lease not found/i.test(describe(e))) return false;
+      throw e;
+    }
+  }
+
+  /** Watch every key under `prefix`; see {@link PrefixWatch}. */
+  watchPrefix(prefix: string, opts: WatchPrefixOptions): PrefixWatch {
+    if (this.closed) throw new KeyspaceError(`etcd watch ${prefix}: the keyspace client is closed`);
+    const w = new PrefixWatch(this, prefix, opts);
+    this.own(w);
+    return w;
+  }
+
+  private own(x: { close(): unknown; done?: Promise<unknown> }): void {
+    this.owned.add(x);
+    const forget = () => this.owned.delete(x);
+    if (x instanceof Lease) void x.ended.then(forget);
+    else if (x instanceof PrefixWatch) void x.done.then(forget, forget);
+  }
+
+  /** Stop every watch and keep-alive of this client (leases are left to expire) and disconnect. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.closer.abort();
+    for (const x of this.owned) x.close();
+    this.owned.clear();
+    this.rpc.close();
+  }
+}
+
+function toCompare(c: Compare): ICompare {
+  const out: ICompare = {
+    key: Buffer.from(c.key),
+    target: COMPARE_TARGET[c.target],
+    result: COMPARE_RESULT[c.result ?? '='],
+  };
+  if (c.target === 'value') out.value = Buffer.from(c.value);
+  else out[COMPARE_FIELD[c.target]] = c.value.toString();
+  return out;
+}
+
+function toOp(op: TxnOp): IRequestOp {
+  if ('put' in op) {
+    return { request_put: { key: Buffer.from(op.put), value: Buffer.from(op.value), lease: op.lease?.toString() } };
+  }
+  if ('deletePrefix' in op) {
+    return { request_delete_range: { key: Buffer.from(op.deletePrefix), range_end: prefixRangeEnd(op.deletePrefix) } };
+  }
+  return { request_delete_range: { key: Buffer.from(op.delete) } };
+}
