@@ -1,14 +1,14 @@
-// Direct fragment reads: fetch a fragment object by its signed URL (or from a local
-// root for file:// stores) and decompress it according to its codec.
-import { createReadStream } from 'node:fs';
+// Direct fragment reads: fetch a fragment object by its signed URL (file:// URLs are read
+// through the file store, rooted at a local directory) and decompress it according to its codec.
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { join } from 'node:path';
 import { pipeline, type Readable } from 'node:stream';
 import * as zlib from 'node:zlib';
 import { CompressionCodec } from '../protocol/gen/broker/protocol.js';
 import { GazctlError } from '../protocol/errors.js';
 import { canDecode, CHUNK, decompressor } from '../codecs/index.js';
+import { openFileURL } from '../stores/file.js';
+import { StoreError } from '../stores/store.js';
 
 /** A direct fragment read failed (HTTP status, I/O, corrupt or mis-sized content). */
 export class DirectReadError extends GazctlError {}
@@ -77,9 +77,14 @@ export async function openFragment(
   let skipped = 0n;
   if (u.protocol === 'file:') {
     if (!opts.fileRoot) throw new DirectReadUnsupportedError(`cannot read ${url}: no file root is configured for file:// stores`);
-    const path = join(opts.fileRoot, decodeURIComponent(u.pathname));
     const start = codec === CompressionCodec.NONE && opts.skip && opts.skip > 0n ? opts.skip : 0n;
-    raw = createReadStream(path, { start: Number(start), highWaterMark: 1 << 20, signal: opts.signal });
+    try {
+      raw = await openFileURL(opts.fileRoot, u, { start: Number(start), signal: opts.signal });
+    } catch (e) {
+      // Report the file system's own words (ENOENT …), as a read of the file would.
+      const why = e instanceof StoreError && e.cause instanceof Error ? e.cause : (e as Error);
+      throw new DirectReadError(`reading fragment ${url}: ${why.message}`, { cause: e });
+    }
     skipped = start;
     if (codec === CompressionCodec.GZIP_OFFLOAD_DECOMPRESSION) transportGzip = true; // stored as gzip
   } else if (u.protocol === 'http:' || u.protocol === 'https:') {
