@@ -68,11 +68,18 @@ describe('keyspace on a real etcd', { timeout: 120_000 }, () => {
         timeoutMs: 10_000,
       });
 
+      // A lease can't outlive an outage longer than its TTL: its holder is told.
+      let leaseLost: Error | undefined;
+      const lease = await watcher.grantLease(5, { onLost: (err) => (leaseLost = err) });
+
       await e.halt();
       t.diagnostic('etcd halted; waiting 15 s');
       await delay(15_000);
       assert.equal(ended, false, 'the watch must not end while etcd is down');
+      assert.match(leaseLost?.message ?? 'not lost', /lost: no keep-alive succeeded for 5s/);
+      assert.equal(lease.lost, leaseLost);
       await e.resume();
+      const resumedAt = Date.now();
       t.diagnostic('etcd resumed');
 
       for (let i = 0; i < 5; i++) await put(`after-${i}`, `w${i}`);
@@ -87,6 +94,7 @@ describe('keyspace on a real etcd', { timeout: 120_000 }, () => {
         timeoutMs: 30_000,
         describe: () => rec.lines.join('\n'),
       });
+      t.diagnostic(`caught up ${Date.now() - resumedAt} ms after etcd was healthy again`);
 
       assert.deepEqual(rec.lines, expected);
       assert.deepEqual(rec.revisions, writeRevisions, 'one delivery per revision, none missed or repeated');
@@ -212,6 +220,20 @@ describe('keyspace on a real etcd', { timeout: 120_000 }, () => {
       a.close();
       b.close();
     }
+  });
+
+  test('an AbortSignal closes the client, its watches and its keep-alives', async () => {
+    const ac = new AbortController();
+    const ks = new Keyspace({ endpoints: etcd!.endpoint, signal: ac.signal });
+    const w = ks.watchPrefix('/abort/', { onChanges: () => {}, onResync: () => {} });
+    const lease = await ks.grantLease(5);
+    ac.abort();
+    await w.done;
+    await lease.ended;
+    assert.equal(ks.isClosed, true);
+    assert.equal(lease.lost, undefined);
+    await assert.rejects(ks.get('/abort/x'), /the keyspace client is closed/);
+    assert.throws(() => ks.watchPrefix('/abort/', { onChanges: () => {}, onResync: () => {} }), /closed/);
   });
 
   test('transactions compare revisions', async () => {

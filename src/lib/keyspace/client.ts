@@ -6,7 +6,16 @@
 // circuit-breaker policies are replaced by a pass-through: a failed call fails at once, with
 // a KeyspaceError, and the long-lived parts (watches, keep-alives) do their own retrying, so a
 // 15 s outage is ridden out instead of tripping a breaker that keeps us away afterwards.
-import { Etcd3, type IOptions, type IKeyValue, type ICompare, type IRequestOp } from 'etcd3';
+import {
+  Etcd3,
+  type ICompare,
+  type IDuplexStream,
+  type IKeyValue,
+  type IOptions,
+  type IRequestOp,
+  type IWatchRequest,
+  type IWatchResponse,
+} from 'etcd3';
 
 import { GazctlError } from '../protocol/errors.js';
 import { Lease, type LeaseOptions } from './lease.js';
@@ -287,6 +296,24 @@ export class Keyspace {
       if (/lease not found/i.test(describe(e))) return false;
       throw e;
     }
+  }
+
+  /**
+   * A raw Watch stream that etcd cancels when its member loses the raft leader (the
+   * `hasleader` request metadata, as Go clients send it): without it a watch on a member cut
+   * off from the leader would sit silent instead of failing over. etcd3 has no option for it,
+   * so we add the metadata through its connection pool, falling back to a plain stream if that
+   * internal ever changes. @internal
+   */
+  openWatchStream(): Promise<IDuplexStream<IWatchRequest, IWatchResponse>> {
+    type Conn = { client: { watch(md: unknown, opts: object): IDuplexStream<IWatchRequest, IWatchResponse> }; metadata: { clone(): { set(k: string, v: string): void } } };
+    const pool = (this.rpc as unknown as { pool?: { withConnection?: (svc: string, fn: (c: Conn) => unknown) => Promise<unknown> } }).pool;
+    if (typeof pool?.withConnection !== 'function') return this.rpc.watchClient.watch();
+    return pool.withConnection('Watch', ({ client, metadata }) => {
+      const md = metadata.clone();
+      md.set('hasleader', 'true');
+      return client.watch(md, {});
+    }) as Promise<IDuplexStream<IWatchRequest, IWatchResponse>>;
   }
 
   /** Watch every key under `prefix`; see {@link PrefixWatch}. */

@@ -170,7 +170,7 @@ export class PrefixWatch {
   private async session(after: bigint): Promise<void> {
     const signal = this.stop.signal;
     const inbox = new Inbox<IWatchResponse | Error>();
-    const stream = await this.ks.rpc.watchClient.watch();
+    const stream = await this.ks.openWatchStream();
     stream.on('data', (r) => inbox.push(r));
     stream.on('error', (e) => inbox.push(e));
     stream.on('end', () => inbox.push(new Error('watch stream ended')));
