@@ -104,12 +104,14 @@ export class PrefixWatch {
   ) {
     this.rev = opts.afterRevision;
     const stopNow = () => this.stop.abort();
-    for (const s of [opts.signal, ks.closeSignal]) {
-      if (!s) continue;
+    const signals = [opts.signal, ks.closeSignal].filter((s): s is AbortSignal => s !== undefined);
+    for (const s of signals) {
       if (s.aborted) stopNow();
       else s.addEventListener('abort', stopNow, { once: true });
     }
-    this.done = this.run();
+    this.done = this.run().finally(() => {
+      for (const s of signals) s.removeEventListener('abort', stopNow);
+    });
   }
 
   /** The last revision delivered (or resynced to); undefined until the start revision is known. */
