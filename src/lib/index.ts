@@ -10,3 +10,6 @@ export * from './shardspace/index.js';
 export * from './message/index.js';
 export * from './codecs/index.js';
 export * from './config/ini.js';
+// Fragment stores. (The etcd keyspace is its own entry point, `gazctl/keyspace`: etcd3 loads its
+// protos from its package directory when imported, which the CLI bundle must not pay for.)
+export * from './stores/index.js';
