@@ -155,22 +155,37 @@ function gapReason(d: Distinct, chainBegin: bigint, chainEnd: bigint, hasChain: 
  * all postfixes). `objects` must all belong to `journal`.
  */
 export function planForks(journal: string, objects: readonly FragmentObject[], opts: PlanForksOptions = {}): JournalForks {
-  // Collapse copies into distinct fragments.
-  const distinct = new Map<string, Distinct>();
+  // Collapse copies into distinct fragments. They are found by sum first (nearly always unique
+  // to one fragment), then by offsets among the few fragments sharing a sum.
+  const bySum = new Map<string, Distinct | Distinct[]>();
+  const distinct: Distinct[] = [];
   for (const o of objects) {
     if (o.journal !== journal) {
       throw new Error(`fragment object ${o.store}${o.path} belongs to journal ${o.journal}, not ${journal}`);
     }
-    const key = `${o.begin}:${o.end}:${o.sum}`;
-    let d = distinct.get(key);
-    if (d === undefined) distinct.set(key, (d = { begin: o.begin, end: o.end, sum: o.sum, copies: [] }));
+    const got = bySum.get(o.sum);
+    let d: Distinct | undefined;
+    if (got === undefined) {
+      d = undefined;
+    } else if (Array.isArray(got)) {
+      d = got.find((x) => x.begin === o.begin && x.end === o.end);
+    } else if (got.begin === o.begin && got.end === o.end) {
+      d = got;
+    }
+    if (d === undefined) {
+      d = { begin: o.begin, end: o.end, sum: o.sum, copies: [] };
+      distinct.push(d);
+      if (got === undefined) bySum.set(o.sum, d);
+      else if (Array.isArray(got)) got.push(d);
+      else bySum.set(o.sum, [got, d]);
+    }
     d.copies.push(o);
   }
 
   // Index non-empty fragments by end. Empty ones hold no offsets and can't extend a chain.
   const byEnd = new Map<bigint, Distinct[]>();
   let newest: Distinct[] = [];
-  for (const d of distinct.values()) {
+  for (const d of distinct) {
     if (d.begin >= d.end) continue;
     let list = byEnd.get(d.end);
     if (list === undefined) byEnd.set(d.end, (list = []));
@@ -217,7 +232,7 @@ export function planForks(journal: string, objects: readonly FragmentObject[], o
 
   const forks: Fork[] = [];
   const deletable: FragmentObject[] = [];
-  for (const d of distinct.values()) {
+  for (const d of distinct) {
     if (onChain.has(d)) continue;
     const inside = hasChain && d.begin >= chainBegin && d.end <= chainEnd;
     const divergesAt = !hasChain ? d.begin : d.begin < chainBegin ? chainBegin : d.begin > chainEnd ? chainEnd : d.begin;

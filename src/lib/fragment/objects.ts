@@ -2,7 +2,7 @@
 // (begin, end and SHA-1 sum) may be stored several times, in several stores or under several
 // path postfixes; each copy is its own object here.
 
-import { parseFragmentPath, sumToHex } from '../protocol/fragment.js';
+import { parseFragmentPath } from '../protocol/fragment.js';
 
 export interface FragmentObject {
   journal: string;
@@ -35,11 +35,15 @@ export function fragmentObjectFromListing(
   modTime: number,
 ): FragmentObject {
   const f = parseFragmentPath(journal, rel);
+  // The name was just checked to be `<begin>-<end>-<40 hex digits><ext>`, and no extension holds
+  // a '-', so the sum can be taken from the text (cheaper than re-encoding the parsed digest).
+  const slash = rel.lastIndexOf('/');
+  const at = rel.indexOf('-', rel.indexOf('-', slash + 1) + 1) + 1;
   return {
     journal,
     begin: f.begin,
     end: f.end,
-    sum: sumToHex(f.sum),
+    sum: rel.slice(at, at + 40).toLowerCase(),
     store,
     path: `${journal}/${rel}`,
     size,

@@ -255,6 +255,16 @@ describe('planForks', () => {
     assert.deepEqual(r.forks.map((f) => Number(f.object.begin)), [0, 100, 130, 180]);
   });
 
+  it('one sum at different offsets is different fragments, not copies', () => {
+    const a0 = obj(0, 100, 'a');
+    const a1 = obj(100, 200, 'a');
+    const aShort = obj(0, 50, 'a');
+    const aCopy = obj(100, 200, 'a', { store: S2 });
+    const r = planForks(J, [a0, a1, aShort, aCopy]);
+    check(r, { chain: [0, 200], members: [[0, 100, 'a'], [100, 200, 'a']], deadEnd: [aShort] });
+    assert.deepEqual(r.members[1]!.copies.map(id).sort(), [a1, aCopy].map(id).sort());
+  });
+
   it('rejects objects of another journal', () => {
     assert.throws(() => planForks(J, [obj(0, 1, 'a', { journal: 'other/j' })]), /belongs to journal other\/j/);
   });
