@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Builds the reference test peers from the Go module proxy: the upstream Gazette broker and
-# gazctl (v0.103.0), and an etcd server new enough for their etcd client (Debian's 3.4 is
-# refused with "old cluster version"). Binaries land in $GAZCTL_PEERS_DIR (default
+# gazctl (v0.103.0), an etcd server new enough for their etcd client (Debian's 3.4 is
+# refused with "old cluster version"), and versitygw, an S3-compatible server with a posix
+# backend used to test S3 fragment stores. Binaries land in $GAZCTL_PEERS_DIR (default
 # ~/.cache/gazctl-peers) and are reused when already built.
 set -euo pipefail
 
 GAZETTE_VERSION=v0.103.0
 ETCD_VERSION=v3.6.5
+VERSITYGW_VERSION=v1.8.0
 PEERS_DIR=${GAZCTL_PEERS_DIR:-$HOME/.cache/gazctl-peers}
 BIN="$PEERS_DIR/bin"
 mkdir -p "$BIN"
@@ -45,6 +47,13 @@ if [ ! -x "$BIN/etcd" ] || [ "$(cat "$BIN/.etcd-version" 2>/dev/null)" != "$ETCD
   build_module "$PEERS_DIR/src-etcd" go.etcd.io/etcd/server/v3 "$ETCD_VERSION" go.etcd.io/etcd/server/v3
   mv "$BIN/server" "$BIN/etcd"
   echo "$ETCD_VERSION" > "$BIN/.etcd-version"
+fi
+
+if [ ! -x "$BIN/versitygw" ] || [ "$(cat "$BIN/.versitygw-version" 2>/dev/null)" != "$VERSITYGW_VERSION" ]; then
+  echo "building versitygw $VERSITYGW_VERSION ..." >&2
+  build_module "$PEERS_DIR/src-versitygw" github.com/versity/versitygw "$VERSITYGW_VERSION" \
+    github.com/versity/versitygw/cmd/versitygw
+  echo "$VERSITYGW_VERSION" > "$BIN/.versitygw-version"
 fi
 
 "$BIN/etcd" --version | head -1 >&2

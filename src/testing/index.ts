@@ -10,3 +10,4 @@ export * from './cluster.js';
 export * from './assignments.js';
 export * from './gazctl-go.js';
 export * from './stubs.js';
+export * from './s3.js';
