@@ -94,9 +94,7 @@ export function explainApplyFailure(err: ApplyError, plan?: ApplyPlan<unknown>):
       return new GazctlError(line, { cause: err });
     }
     case 'other': {
-      const e = new GazctlError(`apply failed: ${err.detail}.${already}`, { cause: err });
-      if (err.exitCode) e.exitCode = err.exitCode;
-      return e;
+      return new GazctlError(`apply failed: ${err.detail}.${already}`, { cause: err });
     }
   }
 }

@@ -1,77 +1,69 @@
 // Base classes for gazctl commands: the shared `journals` / `shards` option groups, their
 // resolution with upstream's precedence (command line > gazctl.ini > environment > default),
-// logging, and one-line error reporting with trustworthy exit codes.
-import { Command, Flags } from '@oclif/core';
-import { GazctlError } from '../lib/protocol/errors.js';
-import { findIniFile, loadIni, iniLookup, type IniFile } from '../lib/config/ini.js';
-import { parseGoDuration } from '../lib/protocol/duration.js';
-import { Logger, LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from './log.js';
+// logging, and one-line error reporting with trustworthy exit codes (src/cli/exit.ts).
+import { Command } from '@oclif/core';
+import { TransportError } from '../lib/protocol/errors.js';
+import { findIniFile, loadIni } from '../lib/config/ini.js';
+import { Logger, LOG_FORMATS, LOG_LEVELS } from './log.js';
+import { EXIT, UsageError, exitCodeFor } from './exit.js';
+import {
+  choiceOption,
+  durationOption,
+  endpointOption,
+  intOption,
+  oclifFlags,
+  optionalStringOption,
+  options,
+  parseDurationText,
+  OptionValueError,
+  resolveOptions,
+  stringOption,
+  type OptionSet,
+  type OptionValues,
+} from './options.js';
 
-/** Exit codes scripts can rely on. */
-export const EXIT = { OK: 0, ERROR: 1, USAGE: 2 } as const;
+export { EXIT, UsageError };
 
-/** A usage problem: bad flag combination or value. Exit code 2. */
-export class UsageError extends GazctlError {
-  constructor(message: string) {
-    super(message);
-    this.exitCode = EXIT.USAGE;
-  }
-}
+/** upstream's default address of both services */
+const DEFAULT_ADDRESS = 'http://localhost:8080';
 
-interface GlobalSpec {
-  /** Go field name used as the gazctl.ini key. */
-  field: string;
-  /** gazctl.ini sub-section (after the group name) holding the option. */
-  section: string;
-  env: string;
-  def: string;
-}
-
-function serviceFlags(prefix: 'broker' | 'consumer', title: string) {
+function serviceOptions<P extends 'broker' | 'consumer'>(prefix: P, title: 'Broker' | 'Consumer') {
   const up = prefix.toUpperCase();
+  const helpGroup = title.toUpperCase();
+  const ini = (field: string) => ({ field, section: title });
   return {
-    [`${prefix}.address`]: Flags.string({ description: `${title} service endpoint (http://, https:// or unix://).`, helpGroup: title.toUpperCase(), env: `${up}_ADDRESS` }),
-    [`${prefix}.cert-file`]: Flags.string({ description: `Client TLS certificate file.`, helpGroup: title.toUpperCase(), env: `${up}_CERT_FILE` }),
-    [`${prefix}.cert-key-file`]: Flags.string({ description: `Client TLS private key file.`, helpGroup: title.toUpperCase(), env: `${up}_CERT_KEY_FILE` }),
-    [`${prefix}.trusted-ca-file`]: Flags.string({ description: `CA certificate used to verify the server.`, helpGroup: title.toUpperCase(), env: `${up}_TRUSTED_CA_FILE` }),
-    [`${prefix}.auth-keys`]: Flags.string({ description: `Whitespace or comma separated base64 keys; the first signs request tokens.`, helpGroup: title.toUpperCase(), env: `${up}_AUTH_KEYS` }),
-    [`${prefix}.auth-token`]: Flags.string({ description: `Static bearer token, used when no auth keys are set.`, helpGroup: title.toUpperCase(), env: `${up}_AUTH_TOKEN` }),
-    [`${prefix}.cache.size`]: Flags.integer({ description: `Route cache entries; > 0 dispatches straight to route members.`, helpGroup: title.toUpperCase(), env: `${up}_CACHE_SIZE` }),
-    [`${prefix}.cache.ttl`]: Flags.string({ description: `Route cache entry lifetime (Go duration).`, helpGroup: title.toUpperCase(), env: `${up}_CACHE_TTL` }),
-  };
+    [`${prefix}.address`]: endpointOption({ description: `${title} service endpoint (http://, https:// or unix://).`, helpGroup, env: `${up}_ADDRESS`, ini: ini('Address'), default: DEFAULT_ADDRESS }),
+    [`${prefix}.cert-file`]: optionalStringOption({ description: `Client TLS certificate file.`, helpGroup, env: `${up}_CERT_FILE`, ini: ini('CertFile') }),
+    [`${prefix}.cert-key-file`]: optionalStringOption({ description: `Client TLS private key file.`, helpGroup, env: `${up}_CERT_KEY_FILE`, ini: ini('CertKeyFile') }),
+    [`${prefix}.trusted-ca-file`]: optionalStringOption({ description: `CA certificate used to verify the server.`, helpGroup, env: `${up}_TRUSTED_CA_FILE`, ini: ini('TrustedCAFile') }),
+    [`${prefix}.auth-keys`]: optionalStringOption({ description: `Whitespace or comma separated base64 keys; the first signs request tokens.`, helpGroup, env: `${up}_AUTH_KEYS`, ini: ini('AuthKeys') }),
+    [`${prefix}.auth-token`]: optionalStringOption({ description: `Static bearer token, used when no auth keys are set.`, helpGroup, env: `${up}_AUTH_TOKEN`, ini: ini('AuthToken') }),
+    [`${prefix}.cache.size`]: intOption({ description: `Route cache entries; > 0 dispatches straight to route members.`, helpGroup, env: `${up}_CACHE_SIZE`, ini: ini('Size'), default: 0 }),
+    [`${prefix}.cache.ttl`]: durationOption({ description: `Route cache entry lifetime (Go duration).`, helpGroup, env: `${up}_CACHE_TTL`, ini: ini('TTL'), default: '1m' }),
+  } as ServiceOptionSet<P>;
 }
 
-function serviceSpecs(prefix: 'broker' | 'consumer', section: string): Record<string, GlobalSpec> {
-  const up = prefix.toUpperCase();
-  const def = 'http://localhost:8080'; // upstream's default for both services
-  return {
-    [`${prefix}.address`]: { field: 'Address', section, env: `${up}_ADDRESS`, def },
-    [`${prefix}.cert-file`]: { field: 'CertFile', section, env: `${up}_CERT_FILE`, def: '' },
-    [`${prefix}.cert-key-file`]: { field: 'CertKeyFile', section, env: `${up}_CERT_KEY_FILE`, def: '' },
-    [`${prefix}.trusted-ca-file`]: { field: 'TrustedCAFile', section, env: `${up}_TRUSTED_CA_FILE`, def: '' },
-    [`${prefix}.auth-keys`]: { field: 'AuthKeys', section, env: `${up}_AUTH_KEYS`, def: '' },
-    [`${prefix}.auth-token`]: { field: 'AuthToken', section, env: `${up}_AUTH_TOKEN`, def: '' },
-    [`${prefix}.cache.size`]: { field: 'Size', section, env: `${up}_CACHE_SIZE`, def: '0' },
-    [`${prefix}.cache.ttl`]: { field: 'TTL', section, env: `${up}_CACHE_TTL`, def: '1m' },
-  };
-}
+type ServiceOptionSet<P extends string> = {
+  [K in `${P}.address` | `${P}.cert-file` | `${P}.cert-key-file` | `${P}.trusted-ca-file` | `${P}.auth-keys` | `${P}.auth-token`]: K extends `${P}.address`
+    ? ReturnType<typeof endpointOption>
+    : ReturnType<typeof optionalStringOption>;
+} & { [K in `${P}.cache.size`]: ReturnType<typeof intOption> } & { [K in `${P}.cache.ttl`]: ReturnType<typeof durationOption> };
 
-const commonFlags = {
-  zone: Flags.string({ description: 'Availability zone of this client, preferred when dispatching directly.', env: 'ZONE', helpGroup: 'GLOBAL' }),
-  'log.level': Flags.option({ options: LOG_LEVELS, description: 'Log level (default warn).', env: 'LOG_LEVEL', helpGroup: 'GLOBAL' })(),
-  'log.format': Flags.option({ options: LOG_FORMATS, description: 'Log format (default text).', env: 'LOG_FORMAT', helpGroup: 'GLOBAL' })(),
-  timeout: Flags.string({ description: 'Give up on an unreachable service after this long (Go duration; 0 waits forever).', env: 'GAZCTL_TIMEOUT', helpGroup: 'GLOBAL' }),
+const commonOptions = {
+  zone: stringOption({ description: 'Availability zone of this client, preferred when dispatching directly.', env: 'ZONE', helpGroup: 'GLOBAL', ini: { field: 'Zone', section: '' }, default: 'local' }),
+  'log.level': choiceOption({ choices: LOG_LEVELS, description: 'Log level (default warn).', env: 'LOG_LEVEL', helpGroup: 'GLOBAL', ini: { field: 'Level', section: 'Logging' }, default: 'warn' }),
+  'log.format': choiceOption({ choices: LOG_FORMATS, description: 'Log format (default text).', env: 'LOG_FORMAT', helpGroup: 'GLOBAL', ini: { field: 'Format', section: 'Logging' }, default: 'text' }),
+  // Ours (upstream waits forever, see docs/divergences.md D2).
+  timeout: durationOption({ description: 'Give up on an unreachable service after this long (Go duration; 0 waits forever).', env: 'GAZCTL_TIMEOUT', helpGroup: 'GLOBAL', ini: { field: 'Timeout', section: '' }, default: '30s' }),
 };
 
-const commonSpecs: Record<string, GlobalSpec> = {
-  zone: { field: 'Zone', section: '', env: 'ZONE', def: 'local' },
-  'log.level': { field: 'Level', section: 'Logging', env: 'LOG_LEVEL', def: 'warn' },
-  'log.format': { field: 'Format', section: 'Logging', env: 'LOG_FORMAT', def: 'text' },
-  timeout: { field: 'Timeout', section: '', env: 'GAZCTL_TIMEOUT', def: '30s' },
-};
+/** The options of the `journals` group, inherited by every journals sub-command. */
+export const journalsOptions = options({ ...commonOptions, ...serviceOptions('broker', 'Broker') });
+/** The options of the `shards` group. */
+export const shardsOptions = options({ ...commonOptions, ...serviceOptions('consumer', 'Consumer'), ...serviceOptions('broker', 'Broker') });
 
-export const journalsBaseFlags = { ...commonFlags, ...serviceFlags('broker', 'Broker') };
-export const shardsBaseFlags = { ...commonFlags, ...serviceFlags('consumer', 'Consumer'), ...serviceFlags('broker', 'Broker') };
+export const journalsBaseFlags = oclifFlags(journalsOptions);
+export const shardsBaseFlags = oclifFlags(shardsOptions);
 
 export interface ServiceOptions {
   address: string;
@@ -86,112 +78,58 @@ export interface ServiceOptions {
   timeoutMs: number;
 }
 
-type AnyFlags = Record<string, unknown>;
-
-/** Flags whose gazctl.ini values must parse as integers. */
-const INTEGER_FLAGS = new Set(['broker.cache.size', 'consumer.cache.size', 'max-txn-size']);
+type GroupValues = OptionValues<typeof journalsOptions> & Partial<OptionValues<typeof shardsOptions>>;
 
 /** Common machinery for every gazctl command. */
 export abstract class GazctlCommand extends Command {
   /** `journals` or `shards`: names the option group and the gazctl.ini sections. */
   static group: 'journals' | 'shards' = 'journals';
-  /** Go field names of sub-command flags, for gazctl.ini lookups ([journals.list] Selector = …). */
-  static iniFields: Record<string, string> = {};
 
   protected log_!: Logger;
-  protected resolved: AnyFlags = {};
-  private ini?: IniFile;
+  protected global!: GroupValues;
 
   protected get groupName(): 'journals' | 'shards' {
     return (this.constructor as typeof GazctlCommand).group;
   }
 
-  /** Parses argv, then fills in flags not given on the command line from gazctl.ini. */
-  protected async parseResolved<F extends AnyFlags, A extends AnyFlags = AnyFlags>(): Promise<{ flags: F; args: A }> {
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    const ctor = this.constructor as any;
-    const { flags, args, raw } = await this.parse(ctor);
-    const given = new Set(raw.filter((r) => r.type === 'flag').map((r) => (r as { flag: string }).flag));
-    this.ini = loadIni(findIniFile());
-    const out: AnyFlags = { ...(flags as AnyFlags) };
+  /**
+   * Parses argv, then resolves the group options and the command's own `opts` from the command
+   * line, gazctl.ini ([<group>.<sub-command>]), the environment and the defaults.
+   */
+  protected async resolve<S extends OptionSet>(opts: S): Promise<OptionValues<S>> {
+    const ctor = this.constructor as typeof GazctlCommand;
+    const { flags, raw } = await this.parse(ctor);
+    const given = new Set(raw.flatMap((r) => (r.type === 'flag' ? [r.flag] : [])));
+    const ini = loadIni(findIniFile());
     const group = this.groupName;
-    const specs: Record<string, GlobalSpec> =
-      group === 'journals'
-        ? { ...commonSpecs, ...serviceSpecs('broker', 'Broker') }
-        : { ...commonSpecs, ...serviceSpecs('consumer', 'Consumer'), ...serviceSpecs('broker', 'Broker') };
-    const defs = (ctor.flags ?? {}) as Record<string, { type: string; char?: string; options?: readonly string[]; multiple?: boolean }>;
-    const allDefs = { ...((ctor as unknown as { baseFlags?: typeof defs }).baseFlags ?? {}), ...defs };
-
-    // Global group options: flag > ini > env > default. oclif already folded env into the
-    // flag value, so an ini value must override anything not given on the command line.
-    for (const [name, spec] of Object.entries(specs)) {
-      if (given.has(name)) continue;
-      const sections = spec.section ? [`${group}.${spec.section}`, group] : [group];
-      // In [shards], a bare Address would be ambiguous: only the namespaced name counts there.
-      const keys = group === 'shards' && spec.section !== '' && spec.field !== 'Level' && spec.field !== 'Format' ? [name] : [spec.field, name];
-      const fromIni = iniLookup(this.ini, sections, keys);
-      if (fromIni !== undefined) out[name] = this.coerce(name, fromIni, allDefs[name]);
-      else if (out[name] === undefined) out[name] = this.coerce(name, spec.def, allDefs[name]);
-    }
-    // Sub-command options: flag > ini > default.
-    const iniFields: Record<string, string> = ctor.iniFields ?? {};
+    const argv = flags as Record<string, unknown>;
+    const groupSet = group === 'journals' ? journalsOptions : shardsOptions;
+    this.global = resolveOptions(groupSet, { argv, given, ini, env: process.env, group }) as GroupValues;
+    this.log_ = new Logger(this.global['log.level'], this.global['log.format']);
     const section = `${group}.${String(ctor.id ?? '').split(/[: ]/).slice(1).join('.')}`;
-    for (const [name, def] of Object.entries(defs)) {
-      if (given.has(name) || name in specs) continue;
-      const keys = [iniFields[name] ?? '', name, def.char ?? ''].filter(Boolean);
-      const fromIni = iniLookup(this.ini, [section], keys);
-      if (fromIni !== undefined) out[name] = this.coerce(name, fromIni, def);
-    }
-    this.resolved = out;
-    this.log_ = new Logger(out['log.level'] as LogLevel, out['log.format'] as LogFormat);
-    return { flags: out as F, args: args as A };
-  }
-
-  private coerce(name: string, value: string, def?: { type: string; options?: readonly string[]; multiple?: boolean }): unknown {
-    const where = this.ini ? ` (from ${this.ini.path})` : '';
-    if (!def) return value;
-    if (def.type === 'boolean') {
-      if (value === 'true') return true;
-      if (value === 'false') return false;
-      throw new UsageError(`--${name}: expected true or false, got ${JSON.stringify(value)}${where}`);
-    }
-    if (def.options && !def.options.includes(value)) {
-      throw new UsageError(`--${name}: expected one of ${def.options.join(', ')}, got ${JSON.stringify(value)}${where}`);
-    }
-    if (INTEGER_FLAGS.has(name)) {
-      if (!/^-?\d+$/.test(value)) throw new UsageError(`--${name}: expected an integer, got ${JSON.stringify(value)}${where}`);
-      return Number(value);
-    }
-    if (def.multiple) return [value];
-    return value;
+    return resolveOptions(opts, { argv, given, ini, env: process.env, group, section });
   }
 
   protected serviceOptions(prefix: 'broker' | 'consumer'): ServiceOptions {
-    const f = this.resolved;
-    const ttl = parseDurationFlag(`${prefix}.cache.ttl`, String(f[`${prefix}.cache.ttl`] ?? '1m'));
-    const timeout = parseDurationFlag('timeout', String(f.timeout ?? '30s'));
-    const opt = (k: string) => {
-      const v = f[`${prefix}.${k}`];
-      return typeof v === 'string' && v !== '' ? v : undefined;
-    };
+    const g = this.global as OptionValues<typeof shardsOptions>;
+    const opt = (v: string | undefined) => (v === '' ? undefined : v);
     return {
-      address: opt('address') ?? 'http://localhost:8080',
-      certFile: opt('cert-file'),
-      certKeyFile: opt('cert-key-file'),
-      trustedCAFile: opt('trusted-ca-file'),
-      authKeys: opt('auth-keys'),
-      authToken: opt('auth-token'),
-      cacheSize: Number(f[`${prefix}.cache.size`] ?? 0),
-      cacheTTLms: Number(ttl / 1_000_000n),
-      zone: String(f.zone ?? 'local'),
-      timeoutMs: Number(timeout / 1_000_000n),
+      address: g[`${prefix}.address`],
+      certFile: opt(g[`${prefix}.cert-file`]),
+      certKeyFile: opt(g[`${prefix}.cert-key-file`]),
+      trustedCAFile: opt(g[`${prefix}.trusted-ca-file`]),
+      authKeys: opt(g[`${prefix}.auth-keys`]),
+      authToken: opt(g[`${prefix}.auth-token`]),
+      cacheSize: g[`${prefix}.cache.size`],
+      cacheTTLms: Number(g[`${prefix}.cache.ttl`] / 1_000_000n),
+      zone: g.zone,
+      timeoutMs: Number(g.timeout / 1_000_000n),
     };
   }
 
-  /** Every failure becomes one line on stderr and a non-zero exit code. */
-  protected override async catch(err: Error & { exitCode?: number; oclif?: { exit?: number } }): Promise<void> {
+  /** Every failure becomes one line on stderr and exit code 1 or 2 (src/cli/exit.ts). */
+  protected override async catch(err: Error & { oclif?: { exit?: number } }): Promise<void> {
     if (err.oclif?.exit === 0) return; // --help, --version
-    const code = err instanceof GazctlError ? err.exitCode : err.oclif?.exit !== undefined ? EXIT.USAGE : EXIT.ERROR;
     // oclif spreads a parse error over lines ("Parsing --x", "<reason>", "See more help ...").
     const first = String(err.message ?? err)
       .split('\n')
@@ -199,18 +137,34 @@ export abstract class GazctlCommand extends Command {
       .filter((l) => l !== '' && !/^See more help/.test(l))
       .join(': ')
       .replace(/^Error: /, '');
-    process.stderr.write(`gazctl: ${first}\n`);
+    process.stderr.write(`gazctl: ${first}${this.hint(err)}\n`);
     if (this.log_?.enabled('debug') && err.stack) process.stderr.write(err.stack + '\n');
-    process.exitCode = code;
+    process.exitCode = exitCodeFor(err);
+  }
+
+  /** What the operator can do about a transport failure, naming our flags. */
+  private hint(err: unknown): string {
+    if (!(err instanceof TransportError)) return '';
+    const svc = this.groupName === 'shards' && /consumer/i.test(err.message) ? 'consumer' : 'broker';
+    switch (err.reason) {
+      case 'untrusted-certificate':
+        return ` (to trust the server's CA, pass it with --${svc}.trusted-ca-file)`;
+      case 'tls-expected':
+        return ` (the server expects TLS: use an https:// address in --${svc}.address)`;
+      case 'no-answer':
+        return ' (a broker that cannot reach etcd accepts connections but does not answer: check etcd, or raise --timeout)';
+      default:
+        return '';
+    }
   }
 }
 
+/** A Go duration flag value (e.g. `--url-ttl`), as nanoseconds; a usage error when malformed. */
 export function parseDurationFlag(name: string, value: string): bigint {
   try {
-    const ns = parseGoDuration(value);
-    if (ns < 0n) throw new Error('negative');
-    return ns;
-  } catch {
-    throw new UsageError(`--${name}: invalid duration ${JSON.stringify(value)} (use Go syntax such as 30s, 5m, 1h30m)`);
+    return parseDurationText(value);
+  } catch (err) {
+    if (err instanceof OptionValueError) throw new UsageError(`--${name}: ${err.message}`);
+    throw err;
   }
 }

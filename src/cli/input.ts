@@ -12,8 +12,14 @@ export async function readInput(path: string): Promise<string> {
   try {
     return await readFile(path, 'utf8');
   } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    const why = e.code === 'ENOENT' ? 'no such file' : e.code === 'EACCES' ? 'permission denied' : e.code === 'EISDIR' ? 'is a directory' : e.message;
-    throw new GazctlError(`cannot read ${path}: ${why}`);
+    throw inputError(path, err);
   }
+}
+
+/** `cannot read <path>: <why>` for a failure reading an input file (or stdin). */
+export function inputError(path: string, err: unknown): GazctlError {
+  if (err instanceof GazctlError) return err;
+  const e = err as NodeJS.ErrnoException;
+  const why = e.code === 'ENOENT' ? 'no such file' : e.code === 'EACCES' ? 'permission denied' : e.code === 'EISDIR' ? 'is a directory' : e.message;
+  return new GazctlError(`cannot read ${path === '-' ? 'stdin' : path}: ${why}`, { cause: err });
 }

@@ -1,9 +1,10 @@
 // Output helpers shared by list commands: the boxed table upstream gazctl prints, humanized
-// sizes and times for fragment listings, and the -o flag.
-import { Flags } from '@oclif/core';
+// sizes and times for fragment listings, and the -o/--format option.
+import { choiceOption } from './options.js';
 
-export const outputFlag = (options: readonly string[], def = 'table') =>
-  Flags.option({ char: 'o', options, default: def, description: `Output format: ${options.join(', ')}.` })();
+/** -o/--format, gazctl.ini `Format`; the first choice is the default. */
+export const formatOption = <C extends string>(choices: readonly [C, ...C[]]) =>
+  choiceOption({ char: 'o', choices, default: choices[0], showDefault: true, description: `Output format: ${choices.join(', ')}.`, ini: { field: 'Format' } });
 
 type CharClass = 'lower' | 'upper' | 'digit' | 'other' | 'sep';
 

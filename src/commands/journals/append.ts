@@ -1,8 +1,9 @@
-import { Flags } from '@oclif/core';
 import { createReadStream } from 'node:fs';
 import { GazctlCommand, journalsBaseFlags, UsageError } from '../../cli/base.js';
-import { selectorFlag, selectorFrom } from '../../cli/flags.js';
+import { selector } from '../../cli/flags.js';
+import { booleanOption, choiceOption, oclifFlags, options, stringOption } from '../../cli/options.js';
 import { openJournalClient } from '../../cli/clients.js';
+import { inputError } from '../../cli/input.js';
 import { GazctlError } from '../../lib/protocol/errors.js';
 import { RecordSplitter, keyOfRecord } from '../../lib/message/framing.js';
 import { JournalSet, type Mapping } from '../../lib/message/mapping.js';
@@ -10,7 +11,15 @@ import { AppendService } from '../../lib/client/append-service.js';
 import { type ListResponse } from '../../lib/protocol/gen/broker/protocol.js';
 
 const FRAMINGS = ['none', 'lines', 'fixed'] as const;
-const MAPPINGS = ['random', 'modulo', 'rendezvous', 'direct'] as const;
+const MAPPINGS = ['random', 'modulo', 'rendezvous', 'direct'] as const satisfies readonly Mapping[];
+
+const OPTIONS = options({
+  selector: selector(true),
+  input: stringOption({ char: 'i', default: '-', showDefault: true, description: 'Input file, or - for stdin.', ini: { field: 'Input' } }),
+  framing: choiceOption({ char: 'f', choices: FRAMINGS, default: 'none', showDefault: true, description: 'Record framing of the input.', ini: { field: 'Framing' } }),
+  mapping: choiceOption({ char: 'm', choices: MAPPINGS, default: 'random', showDefault: true, description: 'How records map to journals.', ini: { field: 'Mapping' } }),
+  base64: booleanOption({ description: 'Partition keys of lines framing are base64 (standard, padded).', ini: { field: 'Base64' } }),
+});
 
 export default class JournalsAppend extends GazctlCommand {
   static override summary = 'Append records from a file or stdin to journals.';
@@ -26,20 +35,11 @@ export default class JournalsAppend extends GazctlCommand {
   ];
   static override group = 'journals' as const;
   static override baseFlags = journalsBaseFlags;
-  static override flags = {
-    selector: selectorFlag(true),
-    input: Flags.string({ char: 'i', default: '-', description: 'Input file, or - for stdin.' }),
-    framing: Flags.option({ char: 'f', options: FRAMINGS, default: 'none' as const, description: 'Record framing of the input.' })(),
-    mapping: Flags.option({ char: 'm', options: MAPPINGS, default: 'random' as const, description: 'How records map to journals.' })(),
-    base64: Flags.boolean({ description: 'Partition keys of lines framing are base64 (standard, padded).' }),
-  };
-  static override iniFields = { selector: 'Selector', input: 'Input', framing: 'Framing', mapping: 'Mapping', base64: 'Base64' };
+  static override flags = oclifFlags(OPTIONS);
 
   async run(): Promise<void> {
-    const { flags } = await this.parseResolved<Record<string, any>>();
-    const selector = selectorFrom(flags.selector, true);
-    const framing = flags.framing as (typeof FRAMINGS)[number];
-    const mapping = flags.mapping as Mapping;
+    const flags = await this.resolve(OPTIONS);
+    const { selector, framing, mapping } = flags;
     if (framing === 'none' && mapping !== 'random') throw new UsageError('--framing none appends the whole input to one journal: use it with --mapping random');
     if (flags.base64 && (framing !== 'lines' || mapping === 'random')) throw new UsageError('--base64 requires --framing lines and a --mapping other than random');
 
@@ -79,24 +79,21 @@ export default class JournalsAppend extends GazctlCommand {
       })();
 
       const input = flags.input === '-' ? process.stdin : createReadStream(flags.input, { highWaterMark: 1 << 20 });
-      const inputError = new Promise<never>((_, reject) =>
-        input.once('error', (err: NodeJS.ErrnoException) =>
-          reject(new GazctlError(`cannot read ${flags.input}: ${err.code === 'ENOENT' ? 'no such file' : err.message}`)),
-        ),
-      );
-      inputError.catch(() => {});
+      // A failure of the input itself (missing file, EISDIR, …) surfaces from the loops below,
+      // which read it; each names the input the same way.
+      const records = input as AsyncIterable<Buffer>;
 
       if (framing === 'none') {
         const journal = set.pick('random', undefined);
         const appender = client.append(journal);
         try {
-          for await (const chunk of input as AsyncIterable<Buffer>) {
+          for await (const chunk of readingInput(records, flags.input)) {
             await appender.write(chunk);
             lastProgress = Date.now();
           }
         } catch (err) {
           appender.abort();
-          throw err instanceof GazctlError ? err : new GazctlError(`cannot read ${flags.input}: ${(err as Error).message}`);
+          throw err;
         }
         const resp = await appender.commit();
         lastProgress = Date.now();
@@ -118,7 +115,7 @@ export default class JournalsAppend extends GazctlCommand {
       let key: Buffer | undefined;
       const progress = process.stderr.isTTY ? setInterval(() => process.stderr.write(`\rcommitted ${(committed / 1048576).toFixed(1)} MiB`), 500) : undefined;
       try {
-        for await (const chunk of input as AsyncIterable<Buffer>) {
+        for await (const chunk of readingInput(records, flags.input)) {
           if (!keyed && framing === 'lines' && set.size === 1) {
             const run = splitter.pushBulk(chunk);
             if (run) service.push(set.names[0]!, run);
@@ -167,6 +164,21 @@ export default class JournalsAppend extends GazctlCommand {
     }
     const why = problems.length ? problems.join('; ') : 'the brokers have not committed it yet (check broker logs)';
     process.stderr.write(`gazctl: warning: appends have made no progress for ${seconds}s and are still waiting: ${why}\n`);
+  }
+}
+
+/** The chunks of `input`; a failure reading it becomes `cannot read <path>: <why>`. */
+async function* readingInput(input: AsyncIterable<Buffer>, path: string): AsyncGenerator<Buffer> {
+  const it = input[Symbol.asyncIterator]();
+  for (;;) {
+    let r: IteratorResult<Buffer>;
+    try {
+      r = await it.next();
+    } catch (err) {
+      throw inputError(path, err);
+    }
+    if (r.done) return;
+    yield r.value;
   }
 }
 

@@ -1,10 +1,16 @@
-import { Flags } from '@oclif/core';
 import { GazctlCommand, journalsBaseFlags } from '../../cli/base.js';
-import { dryRunFlag, maxTxnSizeFlag } from '../../cli/flags.js';
+import { dryRun, maxTxnSize } from '../../cli/flags.js';
+import { oclifFlags, options, stringOption } from '../../cli/options.js';
 import { openJournalClient } from '../../cli/clients.js';
 import { readInput } from '../../cli/input.js';
 import { renderPlan } from '../../cli/apply.js';
 import { applyJournalChanges, journalChangesFromYaml, planJournalApply } from '../../cli/journal-specs.js';
+
+const OPTIONS = options({
+  specs: stringOption({ description: 'Path of the YAML specs, or - for stdin.', default: '-', showDefault: true, ini: { field: 'SpecsPath' } }),
+  'dry-run': dryRun(),
+  'max-txn-size': maxTxnSize(),
+});
 
 export default class JournalsApply extends GazctlCommand {
   static override summary = 'Apply a YAML hierarchy of journal specs.';
@@ -20,16 +26,11 @@ etcd limits a transaction to 128 operations by default. For larger hierarchies p
   ];
   static override group = 'journals' as const;
   static override baseFlags = journalsBaseFlags;
-  static override flags = {
-    specs: Flags.string({ description: 'Path of the YAML specs, or - for stdin.', default: '-' }),
-    'dry-run': dryRunFlag,
-    'max-txn-size': maxTxnSizeFlag,
-  };
-  static override iniFields = { specs: 'SpecsPath', 'dry-run': 'DryRun', 'max-txn-size': 'MaxTxnSize' };
+  static override flags = oclifFlags(OPTIONS);
 
   async run(): Promise<void> {
-    const { flags } = await this.parseResolved<Record<string, any>>();
-    const maxTxnSize = Number(flags['max-txn-size'] ?? 0);
+    const flags = await this.resolve(OPTIONS);
+    const maxTxnSize = flags['max-txn-size'];
     const text = await readInput(flags.specs);
     const changes = journalChangesFromYaml(text, flags.specs === '-' ? 'stdin' : flags.specs);
     const client = openJournalClient({ ...this.serviceOptions('broker'), log: this.log_ });

@@ -1,11 +1,18 @@
 import { GazctlCommand, journalsBaseFlags } from '../../cli/base.js';
-import { maxTxnSizeFlag, selectorFlag, selectorFrom } from '../../cli/flags.js';
+import { maxTxnSize, selector } from '../../cli/flags.js';
+import { oclifFlags, options } from '../../cli/options.js';
 import { openJournalClient } from '../../cli/clients.js';
 import { editLoop } from '../../cli/editor.js';
 import { applyJournalChanges, journalChangesFromYaml } from '../../cli/journal-specs.js';
 import { encodeJournalTree, journalTreeFromListing } from '../../lib/journalspace/journalspace.js';
 import { GazctlError } from '../../lib/protocol/errors.js';
 import { formatLabelSelector } from '../../lib/protocol/selector.js';
+
+const OPTIONS = options({
+  // Upstream marks edit's selector no-ini: it comes from the command line only.
+  selector: selector(true, null),
+  'max-txn-size': maxTxnSize(),
+});
 
 export default class JournalsEdit extends GazctlCommand {
   static override summary = 'Edit journal specs in your editor and apply them.';
@@ -18,16 +25,10 @@ Revisions in the YAML make the apply fail, rather than overwrite, when someone e
   ];
   static override group = 'journals' as const;
   static override baseFlags = journalsBaseFlags;
-  static override flags = {
-    selector: selectorFlag(true),
-    'max-txn-size': maxTxnSizeFlag,
-  };
-  static override iniFields = { 'max-txn-size': 'MaxTxnSize' };
+  static override flags = oclifFlags(OPTIONS);
 
   async run(): Promise<void> {
-    const { flags } = await this.parseResolved<Record<string, any>>();
-    const selector = selectorFrom(flags.selector, true);
-    const maxTxnSize = Number(flags['max-txn-size'] ?? 0);
+    const { selector, 'max-txn-size': maxTxnSize } = await this.resolve(OPTIONS);
     const client = openJournalClient({ ...this.serviceOptions('broker'), log: this.log_ });
     try {
       const listing = await client.list(selector);

@@ -1,10 +1,18 @@
-import { Flags } from '@oclif/core';
-import { GazctlCommand, journalsBaseFlags, parseDurationFlag } from '../../cli/base.js';
-import { selectorFlag, selectorFrom } from '../../cli/flags.js';
+import { GazctlCommand, journalsBaseFlags } from '../../cli/base.js';
+import { selector } from '../../cli/flags.js';
 import { openJournalClient } from '../../cli/clients.js';
-import { humanizeBytes, humanizeTime, outputFlag, renderTable } from '../../cli/render.js';
+import { formatOption, humanizeBytes, humanizeTime, renderTable } from '../../cli/render.js';
+import { durationOption, intOption, oclifFlags, options } from '../../cli/options.js';
 import { sumToHex } from '../../lib/protocol/fragment.js';
 import { CompressionCodec, JournalSpec_Suspend_Level, type Fragment, type FragmentsResponse__Fragment } from '../../lib/protocol/gen/broker/protocol.js';
+
+const OPTIONS = options({
+  selector: selector(false),
+  format: formatOption(['table', 'json']),
+  from: intOption({ description: 'Only fragments persisted at or after this time (unix seconds).', default: 0, min: 0, ini: { field: 'FromUnix' } }),
+  to: intOption({ description: 'Only fragments persisted at or before this time (unix seconds).', default: 0, min: 0, ini: { field: 'ToUnix' } }),
+  'url-ttl': durationOption({ description: 'Include signed fragment URLs valid for this long (Go duration, e.g. 1h).', default: '0s', showDefault: true, ini: { field: 'SigTTL' } }),
+});
 
 export default class JournalsFragments extends GazctlCommand {
   static override summary = 'List the fragments of journals.';
@@ -19,27 +27,20 @@ export default class JournalsFragments extends GazctlCommand {
   ];
   static override group = 'journals' as const;
   static override baseFlags = journalsBaseFlags;
-  static override flags = {
-    selector: selectorFlag(false),
-    format: outputFlag(['table', 'json']),
-    from: Flags.integer({ description: 'Only fragments persisted at or after this time (unix seconds).', default: 0, min: 0 }),
-    to: Flags.integer({ description: 'Only fragments persisted at or before this time (unix seconds).', default: 0, min: 0 }),
-    'url-ttl': Flags.string({ description: 'Include signed fragment URLs valid for this long (Go duration, e.g. 1h).', default: '0s' }),
-  };
-  static override iniFields = { selector: 'Selector', format: 'Format', from: 'FromUnix', to: 'ToUnix', 'url-ttl': 'SigTTL' };
+  static override flags = oclifFlags(OPTIONS);
 
   async run(): Promise<void> {
-    const { flags } = await this.parseResolved<Record<string, any>>();
-    const selector = selectorFrom(flags.selector, false);
-    const ttl = parseDurationFlag('url-ttl', flags['url-ttl'] ?? '0s');
+    const flags = await this.resolve(OPTIONS);
+    const { selector } = flags;
+    const ttl = flags['url-ttl'];
     const client = openJournalClient({ ...this.serviceOptions('broker'), log: this.log_ });
     try {
       const listing = await client.list(selector);
       const journals = listing.journals.filter((j) => j.spec?.suspend?.level !== JournalSpec_Suspend_Level.FULL).map((j) => j.spec!.name);
       const results = await mapLimit(journals, 16, (journal) =>
         client.listFragments(journal, {
-          beginModTime: BigInt(flags.from ?? 0),
-          endModTime: BigInt(flags.to ?? 0),
+          beginModTime: BigInt(flags.from),
+          endModTime: BigInt(flags.to),
           signatureTTLms: ttl > 0n ? Number(ttl / 1_000_000n) : undefined,
         }),
       );

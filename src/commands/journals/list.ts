@@ -1,12 +1,24 @@
-import { Flags } from '@oclif/core';
 import { GazctlCommand, journalsBaseFlags } from '../../cli/base.js';
-import { selectorFlag, selectorFrom } from '../../cli/flags.js';
-import { outputFlag, renderTable } from '../../cli/render.js';
+import { selector } from '../../cli/flags.js';
+import { formatOption, renderTable } from '../../cli/render.js';
+import { booleanOption, listOption, oclifFlags, options, type OptionValues } from '../../cli/options.js';
 import { openJournalClient } from '../../cli/clients.js';
 import { journalListResponseToJson } from '../../lib/protocol/protojson.js';
 import { encodeJournalTree, journalTreeFromListing } from '../../lib/journalspace/journalspace.js';
 import { labelValues } from '../../lib/protocol/labels.js';
 import { JournalSpec_Suspend_Level, type ListResponse } from '../../lib/protocol/gen/broker/protocol.js';
+
+const OPTIONS = options({
+  selector: selector(false),
+  format: formatOption(['table', 'yaml', 'json']),
+  'label-columns': listOption({ char: 'L', description: 'Add a column with the values of this label (repeatable).', ini: { field: 'Labels' } }),
+  primary: booleanOption({ char: 'p', description: 'Show the primary broker of each journal.', ini: { field: 'Primary' } }),
+  replicas: booleanOption({ char: 'r', description: 'Show the replica brokers of each journal.', ini: { field: 'Replicas' } }),
+  rf: booleanOption({ description: 'Show the replication factor.', ini: { field: 'RF' } }),
+  stores: booleanOption({ description: 'Show the first fragment store.', ini: { field: 'Stores' } }),
+  watch: booleanOption({ description: 'Print the listing again after every change, until interrupted.', ini: { field: 'Watch' } }),
+});
+type ListOptions = OptionValues<typeof OPTIONS>;
 
 export default class JournalsList extends GazctlCommand {
   static override summary = 'List journals with their routes and settings.';
@@ -21,21 +33,11 @@ With --watch the listing is printed again after every change, until interrupted.
   ];
   static override group = 'journals' as const;
   static override baseFlags = journalsBaseFlags;
-  static override flags = {
-    selector: selectorFlag(false),
-    format: outputFlag(['table', 'yaml', 'json']),
-    'label-columns': Flags.string({ char: 'L', multiple: true, description: 'Add a column with the values of this label (repeatable).' }),
-    primary: Flags.boolean({ char: 'p', description: 'Show the primary broker of each journal.' }),
-    replicas: Flags.boolean({ char: 'r', description: 'Show the replica brokers of each journal.' }),
-    rf: Flags.boolean({ description: 'Show the replication factor.' }),
-    stores: Flags.boolean({ description: 'Show the first fragment store.' }),
-    watch: Flags.boolean({ description: 'Print the listing again after every change, until interrupted.' }),
-  };
-  static override iniFields = { selector: 'Selector', format: 'Format', 'label-columns': 'Labels', primary: 'Primary', replicas: 'Replicas', rf: 'RF', stores: 'Stores', watch: 'Watch' };
+  static override flags = oclifFlags(OPTIONS);
 
   async run(): Promise<void> {
-    const { flags } = await this.parseResolved<Record<string, any>>();
-    const selector = selectorFrom(flags.selector, false);
+    const flags = await this.resolve(OPTIONS);
+    const { selector } = flags;
     const client = openJournalClient({ ...this.serviceOptions('broker'), log: this.log_ });
     try {
       if (!flags.watch) {
@@ -61,7 +63,7 @@ With --watch the listing is printed again after every change, until interrupted.
     }
   }
 
-  private render(resp: ListResponse, flags: Record<string, any>): string {
+  private render(resp: ListResponse, flags: ListOptions): string {
     if (flags.format === 'json') return journalListResponseToJson(resp);
     if (flags.format === 'yaml') return encodeJournalTree(journalTreeFromListing(resp.journals));
     const headers = ['Name'];
@@ -69,7 +71,7 @@ With --watch the listing is printed again after every change, until interrupted.
     if (flags.primary) headers.push('Primary');
     if (flags.replicas) headers.push('Replicas');
     if (flags.stores) headers.push('Stores');
-    const labelCols: string[] = flags['label-columns'] ?? [];
+    const labelCols = flags['label-columns'];
     headers.push(...labelCols);
     const rows = resp.journals.map((j) => {
       const spec = j.spec!;

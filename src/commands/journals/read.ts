@@ -1,11 +1,22 @@
-import { Flags } from '@oclif/core';
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { GazctlCommand, journalsBaseFlags, UsageError } from '../../cli/base.js';
-import { selectorFlag, selectorFrom } from '../../cli/flags.js';
+import { GazctlCommand, journalsBaseFlags } from '../../cli/base.js';
+import { selector } from '../../cli/flags.js';
+import { booleanOption, intOption, oclifFlags, optionalStringOption, options, stringOption } from '../../cli/options.js';
 import { openJournalClient } from '../../cli/clients.js';
 import { Mutex, Output } from '../../cli/output.js';
 import { GazctlError } from '../../lib/protocol/errors.js';
 import { JournalSpec_Suspend_Level } from '../../lib/protocol/gen/broker/protocol.js';
+
+const OPTIONS = options({
+  selector: selector(true),
+  block: booleanOption({ char: 'b', description: 'At the write head, wait for new content instead of exiting.', ini: { field: 'Block' } }),
+  tail: booleanOption({ description: 'Start journals without an --offsets entry at their write head instead of offset 0.', ini: { field: 'Tail' } }),
+  output: stringOption({ char: 'o', default: '-', showDefault: true, description: 'File to write (created or truncated), or - for stdout.', ini: { field: 'Output' } }),
+  offsets: optionalStringOption({ description: 'JSON file of {"journal": offset} to start from; must exist.', ini: { field: 'OffsetsPath' } }),
+  'offsets-out': optionalStringOption({ description: 'Where to write the final offsets on exit (may equal --offsets).', ini: { field: 'OffsetsOutPath' } }),
+  'file-root': optionalStringOption({ description: 'Local directory rooting file:// fragment stores, for direct reads with --broker.cache.size > 0.', ini: { field: 'FileRoot' } }),
+  from: intOption({ description: 'Skip persisted fragments modified before this time (unix seconds).', default: 0, min: 0, ini: { field: 'FromUnix' } }),
+});
 
 export default class JournalsRead extends GazctlCommand {
   static override summary = 'Read the content of journals.';
@@ -21,21 +32,11 @@ Offsets: --offsets loads a JSON object {"journal": offset} of where to start; --
   ];
   static override group = 'journals' as const;
   static override baseFlags = journalsBaseFlags;
-  static override flags = {
-    selector: selectorFlag(true),
-    block: Flags.boolean({ char: 'b', description: 'At the write head, wait for new content instead of exiting.' }),
-    tail: Flags.boolean({ description: 'Start journals without an --offsets entry at their write head instead of offset 0.' }),
-    output: Flags.string({ char: 'o', default: '-', description: 'File to write (created or truncated), or - for stdout.' }),
-    offsets: Flags.string({ description: 'JSON file of {"journal": offset} to start from; must exist.' }),
-    'offsets-out': Flags.string({ description: 'Where to write the final offsets on exit (may equal --offsets).' }),
-    'file-root': Flags.string({ description: 'Local directory rooting file:// fragment stores, for direct reads with --broker.cache.size > 0.' }),
-    from: Flags.integer({ description: 'Skip persisted fragments modified before this time (unix seconds).', default: 0, min: 0 }),
-  };
-  static override iniFields = { selector: 'Selector', block: 'Block', tail: 'Tail', output: 'Output', offsets: 'OffsetsPath', 'offsets-out': 'OffsetsOutPath', 'file-root': 'FileRoot', from: 'FromUnix' };
+  static override flags = oclifFlags(OPTIONS);
 
   async run(): Promise<void> {
-    const { flags } = await this.parseResolved<Record<string, any>>();
-    const selector = selectorFrom(flags.selector, true);
+    const flags = await this.resolve(OPTIONS);
+    const { selector } = flags;
     const svc = this.serviceOptions('broker');
     if (flags['file-root'] && svc.cacheSize <= 0) {
       this.log_.warn('--file-root has no effect without --broker.cache.size > 0 (brokers proxy all reads)');
@@ -92,7 +93,7 @@ Offsets: --offsets loads a JSON object {"journal": offset} of where to start; --
       const signal = AbortSignal.any([ac.signal, rac.signal]);
       this.log_.info('read started', { journal, offset: start });
       const reader = client.read(
-        { journal, offset: start, block: Boolean(flags.block), begin_mod_time: BigInt(flags.from ?? 0) },
+        { journal, offset: start, block: flags.block, begin_mod_time: BigInt(flags.from) },
         { signal, fileRoot: flags['file-root'] },
       );
       const done = (async () => {
@@ -183,6 +184,6 @@ function writeOffsets(path: string, offsets: Map<string, bigint>): void {
     writeFileSync(path + '.temp', body);
     renameSync(path + '.temp', path);
   } catch (err) {
-    throw new UsageError(`cannot write --offsets-out ${path}: ${(err as Error).message}`);
+    throw new GazctlError(`cannot write --offsets-out ${path}: ${(err as Error).message}`);
   }
 }

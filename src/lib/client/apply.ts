@@ -77,7 +77,6 @@ export class ApplyError extends GazctlError {
     cause: unknown,
   ) {
     super(message, { cause });
-    if (cause instanceof GazctlError) this.exitCode = cause.exitCode;
   }
 }
 

@@ -1,5 +1,5 @@
-// Typed errors shared by the library and the CLI. The CLI prints `message` as one line on
-// stderr and exits with `exitCode`; library users can switch on the class and its fields.
+// Typed errors shared by the library and the CLI. Library users switch on the class and its
+// fields; the CLI prints `message` as one line on stderr and picks the exit code from the class.
 import { Status } from './gen/broker/protocol.js';
 import { Status as ConsumerStatus } from './gen/consumer/protocol.js';
 
@@ -14,8 +14,6 @@ export function consumerStatusName(s: ConsumerStatus): string {
 }
 
 export class GazctlError extends Error {
-  /** Process exit code the CLI uses for this error. */
-  exitCode = 1;
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = new.target.name;
@@ -49,9 +47,30 @@ export class ConsumerStatusError extends GazctlError {
   }
 }
 
+/**
+ * Why a connection-level failure happened, when it is known:
+ * - `unreachable`: no connection could be made (refused, no route, DNS) before time ran out;
+ * - `no-answer`: the connection stood but the service did not answer a call in time (a broker
+ *   does this while its etcd does not respond);
+ * - `untrusted-certificate`: TLS was refused because the server's certificate did not verify
+ *   against the trusted CAs (or did not name the host);
+ * - `tls-expected`: the endpoint speaks TLS but was dialled in plain text (http://).
+ */
+export type TransportReason = 'unreachable' | 'no-answer' | 'untrusted-certificate' | 'tls-expected';
+
 /** A transport-level failure: unreachable service, deadline, cancelled, auth. */
 export class TransportError extends GazctlError {
-  constructor(message: string, readonly code?: number, options?: { cause?: unknown }) {
+  constructor(
+    message: string,
+    readonly code?: number,
+    options?: { cause?: unknown; reason?: TransportReason; endpoint?: string },
+  ) {
     super(message, options);
+    this.reason = options?.reason;
+    this.endpoint = options?.endpoint;
   }
+  /** The cause, when the transport could tell it. */
+  readonly reason?: TransportReason;
+  /** The endpoint the failure is about, when known. */
+  readonly endpoint?: string;
 }

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
 import { checkMaxTxnSize, explainApplyFailure, renderPlan, transactionCount } from '../../../src/cli/apply.js';
+import { exitCodeFor, UsageError } from '../../../src/cli/exit.js';
 import { applyJournalChanges } from '../../../src/cli/journal-specs.js';
 import { ApplyError, applyInBatches, planJournalChanges, type ApplyOptions } from '../../../src/lib/client/index.js';
 import { BrokerStatusError, GazctlError, TransportError, ValidationError } from '../../../src/lib/protocol/errors.js';
@@ -95,7 +96,7 @@ describe('explainApplyFailure', () => {
       one.message,
       'etcd refused a transaction of 200 changes (too many operations; etcd allows 128 per transaction by default). Re-run with --max-txn-size 100 to apply in smaller, non-atomic batches. Nothing was applied.',
     );
-    assert.equal(one.exitCode, 1);
+    assert.equal(exitCodeFor(one), 1);
     assert.equal(
       explainApplyFailure(await failure(200, 150, 0, tooMany)).message,
       'etcd refused a transaction of 150 changes (too many operations; etcd allows 128 per transaction by default). Re-run with --max-txn-size 100 to apply in smaller, non-atomic batches. Transaction 1 of 2 failed; nothing was applied.',
@@ -127,7 +128,6 @@ describe('explainApplyFailure', () => {
     const e = explainApplyFailure(await failure(3, 0, 0, () => ({ status: Status.NOT_ALLOWED })));
     assert.equal(e.message, 'apply failed: applying journal specs: NOT_ALLOWED. Nothing was applied.');
     const t = new TransportError('broker http://x is unreachable: connection refused', 14);
-    t.exitCode = 3;
     const f = explainApplyFailure(
       await failure(30, 10, 2, () => {
         throw t;
@@ -137,7 +137,14 @@ describe('explainApplyFailure', () => {
       f.message,
       'apply failed: broker http://x is unreachable: connection refused. Transaction 3 of 3 failed; the 20 changes of the transactions before it were applied.',
     );
-    assert.equal(f.exitCode, 3);
+    assert.equal(exitCodeFor(f), 1);
+    // The exit code follows the cause: a usage error stays one when wrapped.
+    const u = explainApplyFailure(
+      await failure(3, 0, 0, () => {
+        throw new UsageError('--max-txn-size: expected an integer >= 0, got -1');
+      }),
+    );
+    assert.equal(exitCodeFor(u), 2);
   });
 });
 

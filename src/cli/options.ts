@@ -1,0 +1,264 @@
+// Typed option descriptors. Each command option is declared once, as an OptionSpec: its long
+// name, short name, environment variable, where gazctl.ini may hold it, and the parser (with
+// its bounds) that turns text into the typed value. From the same descriptors come the oclif
+// flags (which only tokenize argv and render help) and the resolution of every value, so a
+// value from the command line, from gazctl.ini or from the environment is checked by the same
+// parser and refused the same way: a usage error (exit 2) that names the option and, for
+// gazctl.ini and the environment, where the value came from.
+//
+// Precedence is upstream's (go-flags): command line > gazctl.ini > environment > default.
+import { Flags, type Interfaces } from '@oclif/core';
+import type { LabelSelector } from '../lib/protocol/gen/broker/protocol.js';
+import { parseLabelSelector } from '../lib/protocol/selector.js';
+import { parseEndpoint } from '../lib/protocol/route.js';
+import { parseGoDuration } from '../lib/protocol/duration.js';
+import { ValidationError } from '../lib/protocol/errors.js';
+import { iniLookup, type IniFile } from '../lib/config/ini.js';
+import { UsageError } from './exit.js';
+
+type Letter =
+  | 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g' | 'h' | 'i' | 'j' | 'k' | 'l' | 'm'
+  | 'n' | 'o' | 'p' | 'q' | 'r' | 's' | 't' | 'u' | 'v' | 'w' | 'x' | 'y' | 'z'
+  | 'L';
+
+/** Where gazctl.ini may hold an option. */
+export interface IniPlace {
+  /** The Go struct field name upstream uses as the key (e.g. `MaxTxnSize`, `Address`). */
+  field: string;
+  /**
+   * Group options only: the option group's sub-section (`Broker`, `Logging`, `Consumer`), or
+   * '' for options in the group section itself (`Zone`).
+   */
+  section?: string;
+}
+
+export interface OptionSpec<T> {
+  /** Long flag name, without dashes. */
+  readonly name: string;
+  readonly char?: Letter;
+  readonly description: string;
+  readonly helpGroup?: string;
+  /** Environment variable (group options only; upstream's sub-command options have none). */
+  readonly env?: string;
+  /** gazctl.ini key, or null where upstream marks the option no-ini. */
+  readonly ini: IniPlace | null;
+  /** How argv spells it: a switch, one value, a value among `choices`, or a repeatable value. */
+  readonly kind: 'boolean' | 'value' | 'choice' | 'multiple';
+  readonly choices?: readonly string[];
+  /** Default shown in --help (help only; `fallback` is what applies). */
+  readonly helpDefault?: string;
+  /** The value when no source sets the option, or the message when it is required. */
+  readonly fallback: { value: T } | { missing: string };
+  /** Text → value. Throws OptionValueError (or ValidationError) with the reason. */
+  parse(text: string): T;
+}
+
+/** A bad option value; the resolver adds the option's name and where the text came from. */
+export class OptionValueError extends Error {}
+
+export type OptionSet = Record<string, OptionSpec<unknown>>;
+export type OptionValues<S extends OptionSet> = { [K in keyof S]: S[K] extends OptionSpec<infer T> ? T : never };
+
+// ---- parsers --------------------------------------------------------------------------------
+
+const q = (s: string) => JSON.stringify(s);
+
+function intParser(bounds: { min?: number }): (text: string) => number {
+  return (text) => {
+    const t = text.trim();
+    if (!/^-?\d+$/.test(t) || !Number.isSafeInteger(Number(t))) throw new OptionValueError(`expected an integer, got ${q(text)}`);
+    const n = Number(t);
+    if (bounds.min !== undefined && n < bounds.min) throw new OptionValueError(`expected an integer >= ${bounds.min}, got ${n}`);
+    return n;
+  };
+}
+
+/** Go duration (30s, 5m, 1h30m) → nanoseconds, never negative. */
+export function parseDurationText(text: string): bigint {
+  let ns: bigint;
+  try {
+    ns = parseGoDuration(text);
+  } catch {
+    ns = -1n;
+  }
+  if (ns < 0n) throw new OptionValueError(`invalid duration ${q(text)} (use Go syntax such as 30s, 5m, 1h30m)`);
+  return ns;
+}
+
+function boolParser(text: string): boolean {
+  // A switch given on the command line arrives as "true"; gazctl.ini spells both values.
+  if (text === 'true') return true;
+  if (text === 'false') return false;
+  throw new OptionValueError(`expected true or false, got ${q(text)}`);
+}
+
+function choiceParser<C extends string>(choices: readonly C[]): (text: string) => C {
+  return (text) => {
+    if (!(choices as readonly string[]).includes(text)) throw new OptionValueError(`expected one of ${choices.join(', ')}, got ${q(text)}`);
+    return text as C;
+  };
+}
+
+function endpointParser(text: string): string {
+  parseEndpoint(text); // throws ValidationError naming the endpoint and what is wrong
+  return text;
+}
+
+// ---- constructors -----------------------------------------------------------------------------
+
+interface Common {
+  char?: Letter;
+  description: string;
+  helpGroup?: string;
+  env?: string;
+  ini: IniPlace | null;
+}
+
+export function stringOption(o: Common & { default: string; showDefault?: boolean }): OptionSpec<string> {
+  return { ...o, name: '', kind: 'value', helpDefault: o.showDefault ? o.default : undefined, fallback: { value: o.default }, parse: (t) => t };
+}
+
+/** A string option that is undefined (or '') when unset. */
+export function optionalStringOption(o: Common): OptionSpec<string | undefined> {
+  return { ...o, name: '', kind: 'value', fallback: { value: undefined }, parse: (t) => t };
+}
+
+export function intOption(o: Common & { default: number; min?: number; showDefault?: boolean }): OptionSpec<number> {
+  return { ...o, name: '', kind: 'value', helpDefault: o.showDefault ? String(o.default) : undefined, fallback: { value: o.default }, parse: intParser({ min: o.min }) };
+}
+
+export function durationOption(o: Common & { default: string; showDefault?: boolean }): OptionSpec<bigint> {
+  return { ...o, name: '', kind: 'value', helpDefault: o.showDefault ? o.default : undefined, fallback: { value: parseDurationText(o.default) }, parse: parseDurationText };
+}
+
+export function booleanOption(o: Common): OptionSpec<boolean> {
+  return { ...o, name: '', kind: 'boolean', fallback: { value: false }, parse: boolParser };
+}
+
+export function choiceOption<const C extends string>(o: Common & { choices: readonly C[]; default: NoInfer<C>; showDefault?: boolean }): OptionSpec<C> {
+  return { ...o, name: '', kind: 'choice', helpDefault: o.showDefault ? o.default : undefined, fallback: { value: o.default }, parse: choiceParser(o.choices) };
+}
+
+export function listOption(o: Common): OptionSpec<string[]> {
+  return { ...o, name: '', kind: 'multiple', fallback: { value: [] }, parse: (t) => [t] };
+}
+
+export function endpointOption(o: Common & { default: string }): OptionSpec<string> {
+  return { ...o, name: '', kind: 'value', fallback: { value: o.default }, parse: endpointParser };
+}
+
+/**
+ * -l/--selector. Required selectors have no default ("missing required flag"); optional ones
+ * default to the empty selector, which matches everything. An empty text is the empty selector.
+ */
+export function selectorOption(o: { required: boolean; what?: string; ini: IniPlace | null }): OptionSpec<LabelSelector> {
+  const what = o.what ?? 'journals';
+  return {
+    name: '',
+    char: 'l',
+    description: `Label selector of the ${what} to act on, e.g. "app=foo,name:prefix=acme/"${o.required ? '' : ' (default: all)'}.`,
+    ini: o.ini,
+    kind: 'value',
+    fallback: o.required
+      ? { missing: 'missing required flag -l/--selector (use -l name:prefix=... or a label selector)' }
+      : { value: { include: { labels: [] }, exclude: { labels: [] } } },
+    parse: (text) => {
+      if (text === '' && o.required) throw new OptionValueError('missing required flag -l/--selector (use -l name:prefix=... or a label selector)');
+      return parseLabelSelector(text);
+    },
+  };
+}
+
+/** Gives each descriptor its key as long name. */
+export function options<S extends OptionSet>(set: S): S {
+  for (const [name, spec] of Object.entries(set)) (spec as { name: string }).name = name;
+  return set;
+}
+
+// ---- oclif flags ------------------------------------------------------------------------------
+
+/** The oclif flags of an option set: argv syntax and help only; values are resolved below. */
+export function oclifFlags(set: OptionSet) {
+  const out: Interfaces.FlagInput = {};
+  for (const [name, s] of Object.entries(set)) {
+    const common = { char: s.char, description: s.description, helpGroup: s.helpGroup, env: s.env };
+    if (s.kind === 'boolean') out[name] = Flags.boolean(common);
+    else if (s.kind === 'choice') out[name] = Flags.option({ ...common, options: s.choices!, default: s.helpDefault })();
+    else if (s.kind === 'multiple') out[name] = Flags.string({ ...common, multiple: true });
+    else out[name] = Flags.string({ ...common, default: s.helpDefault });
+  }
+  return out;
+}
+
+// ---- resolution -------------------------------------------------------------------------------
+
+export interface Sources {
+  /** oclif's parse output: values, and which flags argv named. */
+  argv: Record<string, unknown>;
+  given: ReadonlySet<string>;
+  ini?: IniFile;
+  env: NodeJS.ProcessEnv;
+  /** `journals` or `shards`. */
+  group: string;
+  /** gazctl.ini section of the sub-command (e.g. `journals.list`); undefined for group options. */
+  section?: string;
+}
+
+function label(s: OptionSpec<unknown>): string {
+  return s.char && s.name === 'selector' ? `-l/--selector` : `--${s.name}`;
+}
+
+function parseFrom<T>(s: OptionSpec<T>, text: string, where: string): T {
+  try {
+    return s.parse(text);
+  } catch (err) {
+    if (err instanceof OptionValueError || err instanceof ValidationError) {
+      const msg = err.message.startsWith('missing required flag') ? err.message : `${label(s)}: ${err.message}`;
+      throw new UsageError(msg + where);
+    }
+    throw err;
+  }
+}
+
+/** The gazctl.ini sections and keys that may hold `s`. */
+function iniKeys(s: OptionSpec<unknown>, src: Sources): { sections: string[]; keys: string[] } | undefined {
+  if (!s.ini) return undefined;
+  if (src.section === undefined) {
+    const sub = s.ini.section ?? '';
+    const sections = sub ? [`${src.group}.${sub}`, src.group] : [src.group];
+    // In [shards] a bare service field (Address, …) is ambiguous between the consumer and the
+    // broker: there only the namespaced long name counts.
+    const keys = src.group === 'shards' && sub !== '' && sub !== 'Logging' ? [s.name] : [s.ini.field, s.name];
+    return { sections, keys };
+  }
+  return { sections: [src.section], keys: [s.ini.field, s.name, s.char ?? ''].filter(Boolean) };
+}
+
+/** Resolves every option of `set`: command line > gazctl.ini > environment > default. */
+export function resolveOptions<S extends OptionSet>(set: S, src: Sources): OptionValues<S> {
+  const out: Record<string, unknown> = {};
+  for (const [name, s] of Object.entries(set)) {
+    out[name] = resolveOne(s, src);
+  }
+  return out as OptionValues<S>;
+}
+
+function resolveOne<T>(s: OptionSpec<T>, src: Sources): T {
+  if (src.given.has(s.name)) {
+    const v = src.argv[s.name];
+    if (s.kind === 'boolean') return v as T;
+    if (s.kind === 'multiple') return (v as string[]).flatMap((t) => parseFrom(s, t, '') as unknown[]) as T;
+    return parseFrom(s, String(v), '');
+  }
+  const place = iniKeys(s, src);
+  if (place) {
+    const text = iniLookup(src.ini, place.sections, place.keys);
+    if (text !== undefined) return parseFrom(s, text, ` (from ${src.ini!.path})`);
+  }
+  if (s.env !== undefined) {
+    const text = src.env[s.env];
+    if (text !== undefined) return parseFrom(s, text, ` (from $${s.env})`);
+  }
+  if ('missing' in s.fallback) throw new UsageError(s.fallback.missing);
+  return s.fallback.value;
+}
