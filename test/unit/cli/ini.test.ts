@@ -1,9 +1,8 @@
 // gazctl.ini: the parser and lookups of src/lib/config/ini.ts, and — through the real CLI — the
 // precedence rule upstream's gazctl follows: command line > gazctl.ini > environment > default.
 //
-// The CLI runs need no cluster: which broker address was dialled shows in the error of an
-// unreachable one (`broker <address> is unreachable`), and sub-command options are observed with
-// `journals apply --dry-run`, which contacts nothing.
+// The commands run in-process (test/helpers/inproc.ts) against stub brokers: which broker
+// address was used shows in which stub answered.
 
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,7 +12,8 @@ import { after, before, describe, it } from 'node:test';
 
 import { findIniFile, iniLookup, loadIni, parseIni } from '../../../src/lib/config/ini.js';
 import { ValidationError } from '../../../src/lib/protocol/errors.js';
-import { describeResult, runGazctl } from '../../helpers/cli.js';
+import { describeInProcess, runInProcess } from '../../helpers/inproc.js';
+import { startStubBroker, type StubBroker } from '../../helpers/stub-broker.js';
 
 describe('parseIni', () => {
   it('reads sections, trimmed key = value pairs and comments', () => {
@@ -123,28 +123,21 @@ describe('findIniFile / loadIni', () => {
   });
 });
 
-// ---- precedence through the real CLI ---------------------------------------------------------
+// ---- precedence, through the commands run in-process -----------------------------------------
 
-describe('precedence: command line > gazctl.ini > environment > default', { timeout: 120_000 }, () => {
+describe('precedence: command line > gazctl.ini > environment > default', () => {
   let cwd = '';
-  const INI = '127.0.0.1:1';
-  const ENV = '127.0.0.1:2';
-  const FLAG = '127.0.0.1:3';
+  // Three stub brokers: which one was asked shows where the address came from.
+  let ini_: StubBroker, env_: StubBroker, flag_: StubBroker;
 
-  before(() => {
+  before(async () => {
     cwd = mkdtempSync(join(tmpdir(), 'gazctl-ini-cli-'));
+    [ini_, env_, flag_] = await Promise.all(['ini/from', 'env/from', 'flag/from'].map((n) => startStubBroker([{ name: n }])));
   });
-  after(() => rmSync(cwd, { recursive: true, force: true }));
-
-  /** Runs `journals list` in `cwd` against unreachable brokers; returns the address it gave up on. */
-  async function dialled(args: string[], env: Record<string, string>): Promise<string> {
-    const all = ['journals', 'list', ...args];
-    const r = await runGazctl(all, { cwd, env, timeoutMs: 30_000 });
-    assert.equal(r.code, 1, describeResult(all, r));
-    const m = /broker (\S+) is unreachable/.exec(r.stderr);
-    assert.ok(m, `expected "broker … is unreachable"\n${describeResult(all, r)}`);
-    return m[1]!;
-  }
+  after(async () => {
+    rmSync(cwd, { recursive: true, force: true });
+    await Promise.all([ini_, env_, flag_].map((b) => b.stop()));
+  });
 
   function ini(text: string | undefined): void {
     const p = join(cwd, 'gazctl.ini');
@@ -152,30 +145,41 @@ describe('precedence: command line > gazctl.ini > environment > default', { time
     else writeFileSync(p, text);
   }
 
+  /** Runs `journals list` in `cwd`; returns the one journal listed, naming the stub asked. */
+  async function listed(args: string[], env: Record<string, string>): Promise<string> {
+    const all = ['journals', 'list', ...args];
+    const r = await runInProcess(all, { cwd, env });
+    assert.equal(r.code, 0, describeInProcess(all, r));
+    const m = /\b(ini|env|flag)\/from\b/.exec(r.stdout);
+    assert.ok(m, describeInProcess(all, r));
+    return m[1]!;
+  }
+
   it('broker address: default, then environment, then gazctl.ini, then the flag', async () => {
     ini(undefined);
-    assert.equal(await dialled(['--timeout', '1s'], {}), 'http://localhost:8080');
-    assert.equal(await dialled(['--timeout', '1s'], { BROKER_ADDRESS: `http://${ENV}` }), `http://${ENV}`);
-    ini(`[journals.Broker]\nAddress = http://${INI}\n`);
-    assert.equal(await dialled(['--timeout', '1s'], {}), `http://${INI}`);
-    assert.equal(await dialled(['--timeout', '1s'], { BROKER_ADDRESS: `http://${ENV}` }), `http://${INI}`, 'gazctl.ini beats the environment');
-    assert.equal(
-      await dialled(['--timeout', '1s', '--broker.address', `http://${FLAG}`], { BROKER_ADDRESS: `http://${ENV}` }),
-      `http://${FLAG}`,
-      'the command line beats gazctl.ini',
-    );
+    // Without any setting the default address is dialled (nothing answers there in tests).
+    const r = await runInProcess(['journals', 'list', '--timeout', '1s'], { cwd, env: {} });
+    assert.equal(r.code, 1, describeInProcess(['journals', 'list'], r));
+    assert.match(r.stderr, /http:\/\/localhost:8080/, describeInProcess(['journals', 'list'], r));
+    assert.equal(await listed([], { BROKER_ADDRESS: env_.address }), 'env');
+    ini(`[journals.Broker]\nAddress = ${ini_.address}\n`);
+    assert.equal(await listed([], {}), 'ini');
+    assert.equal(await listed([], { BROKER_ADDRESS: env_.address }), 'ini', 'gazctl.ini beats the environment');
+    assert.equal(await listed(['--broker.address', flag_.address], { BROKER_ADDRESS: env_.address }), 'flag', 'the command line beats gazctl.ini');
   });
 
   it('the namespaced long name works in the group section', async () => {
-    ini(`[journals]\nbroker.address = http://${INI}\n`);
-    assert.equal(await dialled(['--timeout', '1s'], { BROKER_ADDRESS: `http://${ENV}` }), `http://${INI}`);
+    ini(`[journals]\nbroker.address = ${ini_.address}\n`);
+    assert.equal(await listed([], { BROKER_ADDRESS: env_.address }), 'ini');
   });
 
-  it('a gazctl.ini timeout beats GAZCTL_TIMEOUT', async () => {
-    ini(`[journals]\nbroker.address = http://${INI}\nTimeout = 1s\n`);
-    const t0 = Date.now();
-    assert.equal(await dialled([], { GAZCTL_TIMEOUT: '40s' }), `http://${INI}`);
-    assert.ok(Date.now() - t0 < 15_000, `gave up after ${Date.now() - t0} ms: the environment's 40s won`);
+  it('a gazctl.ini timeout beats GAZCTL_TIMEOUT (the environment value is not even parsed)', async () => {
+    ini(`[journals]\nbroker.address = ${ini_.address}\nTimeout = 5s\n`);
+    assert.equal(await listed([], { GAZCTL_TIMEOUT: 'not-a-duration' }), 'ini');
+    ini(`[journals]\nbroker.address = ${ini_.address}\n`);
+    const r = await runInProcess(['journals', 'list'], { cwd, env: { GAZCTL_TIMEOUT: 'not-a-duration' } });
+    assert.equal(r.code, 2, describeInProcess(['journals', 'list'], r));
+    assert.match(r.stderr, /^gazctl: --timeout: invalid duration "not-a-duration".*\(from \$GAZCTL_TIMEOUT\)\n$/);
   });
 
   it('sub-command options: gazctl.ini fills what the command line leaves out', async () => {
@@ -184,28 +188,50 @@ describe('precedence: command line > gazctl.ini > environment > default', { time
     const spec = (name: string) => `name: ${name}\nreplication: 9\nfragment:\n  length: 1024\n  compression_codec: NONE\n  refresh_interval: 1m\n`;
     writeFileSync(join(cwd, 'from-ini.yaml'), spec('ini/journal'));
     writeFileSync(join(cwd, 'from-flag.yaml'), spec('flag/journal'));
-    ini(`[journals]\nbroker.address = http://${INI}\n[journals.apply]\nSpecsPath = from-ini.yaml\n`);
-    let r = await runGazctl(['journals', 'apply'], { cwd, timeoutMs: 30_000 });
-    assert.equal(r.code, 1, describeResult(['journals', 'apply'], r));
+    ini(`[journals]\nbroker.address = ${ini_.address}\n[journals.apply]\nSpecsPath = from-ini.yaml\n`);
+    let r = await runInProcess(['journals', 'apply'], { cwd });
+    assert.equal(r.code, 1, describeInProcess(['journals', 'apply'], r));
     assert.match(r.stderr, /^gazctl: from-ini\.yaml: .*"ini\/journal".*replication/m);
     // --specs on the command line wins over SpecsPath.
-    r = await runGazctl(['journals', 'apply', '--specs', 'from-flag.yaml'], { cwd, timeoutMs: 30_000 });
-    assert.equal(r.code, 1, describeResult(['journals', 'apply'], r));
+    r = await runInProcess(['journals', 'apply', '--specs', 'from-flag.yaml'], { cwd });
+    assert.equal(r.code, 1, describeInProcess(['journals', 'apply'], r));
     assert.match(r.stderr, /^gazctl: from-flag\.yaml: .*"flag\/journal".*replication/m);
     assert.doesNotMatch(r.stderr, /ini\/journal/);
   });
 
+  it('sub-command switches and lists from gazctl.ini; -L on the command line replaces Labels', async () => {
+    ini(`[journals]\nbroker.address = ${ini_.address}\n[journals.list]\nRF = true\nLabels = app\n`);
+    const r = await runInProcess(['journals', 'list'], { cwd });
+    assert.equal(r.code, 0, describeInProcess(['journals', 'list'], r));
+    assert.match(r.stdout, /\bNAME\b.*\bRF\b.*\bAPP\b/);
+    const r2 = await runInProcess(['journals', 'list', '-L', 'team'], { cwd });
+    assert.match(r2.stdout, /\bNAME\b.*\bRF\b.*\bTEAM\b/);
+    assert.doesNotMatch(r2.stdout, /\bAPP\b/, 'a -L on the command line replaces Labels from gazctl.ini');
+  });
+
+  it("edit's selector is read from the command line only (upstream: no-ini)", async () => {
+    ini(`[journals]\nbroker.address = ${ini_.address}\n[journals.edit]\nSelector = name=ini/from\n[journals.list]\nSelector = name=nothing/here\n`);
+    const r = await runInProcess(['journals', 'edit'], { cwd });
+    assert.equal(r.code, 2, describeInProcess(['journals', 'edit'], r));
+    assert.match(r.stderr, /missing required flag -l\/--selector/);
+    // …whereas list reads its Selector from the file: the List request shows what was sent.
+    const before = ini_.requests.length;
+    await runInProcess(['journals', 'list'], { cwd });
+    const req = ini_.requests.slice(before).find((q) => q.method === 'list')!.request as { selector: { include: { labels: { name: string; value: string }[] } } };
+    assert.deepEqual(req.selector.include.labels.map((l) => `${l.name}=${l.value}`), ['name=nothing/here']);
+  });
+
   it('a bad value in gazctl.ini is refused naming the option and the file', async () => {
     ini('[journals.Broker]\nSize = lots\n');
-    const r = await runGazctl(['journals', 'list'], { cwd, timeoutMs: 30_000 });
-    assert.equal(r.code, 2, describeResult(['journals', 'list'], r));
+    const r = await runInProcess(['journals', 'list'], { cwd });
+    assert.equal(r.code, 2, describeInProcess(['journals', 'list'], r));
     assert.match(r.stderr, /^gazctl: --broker\.cache\.size: expected an integer, got "lots" \(from .*gazctl\.ini\)\n$/);
   });
 
   it('a malformed gazctl.ini fails every command with one line naming the file and line', async () => {
     ini('[journals]\nZone = a\n[journals.Broker\n');
-    const r = await runGazctl(['journals', 'list'], { cwd, timeoutMs: 30_000 });
-    assert.equal(r.code, 1, describeResult(['journals', 'list'], r));
+    const r = await runInProcess(['journals', 'list'], { cwd });
+    assert.equal(r.code, 1, describeInProcess(['journals', 'list'], r));
     assert.equal(r.stdout.length, 0);
     assert.match(r.stderr, /^gazctl: .*gazctl\.ini:3: malformed section header.*\n$/);
   });
