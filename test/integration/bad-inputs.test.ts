@@ -25,8 +25,8 @@ interface BadInput {
   files?: Record<string, string>;
   /** Directories to create in the case's dir first. */
   dirs?: string[];
-  /** Expected exit status: 2 for usage errors, 1 for other failures (D1); `nonzero` when either is defensible. */
-  code: 1 | 2 | 'nonzero';
+  /** Expected exit status: 2 for usage errors (a bad flag value included), 1 for other failures (D1). */
+  code: 1 | 2;
   /** What the one stderr line must say (each pattern must match). */
   says: RegExp[];
   /** Upper bound on the run time (default 20 s). */
@@ -89,17 +89,19 @@ const CASES: BadInput[] = [
   { name: '--offsets not an object', args: ['journals', 'read', '-l', 'name=bad/a', '--offsets', '{dir}/o.json'], files: { 'o.json': '[1, 2]' }, code: 1, says: [/--offsets/, /object/] },
   { name: '--offsets with a negative offset', args: ['journals', 'read', '-l', 'name=bad/a', '--offsets', '{dir}/o.json'], files: { 'o.json': '{"bad/a": -5}' }, code: 1, says: [/"bad\/a"/, /non-negative/] },
   { name: 'malformed gazctl.ini in cwd', args: ['journals', 'list'], files: { 'gazctl.ini': '[journals.Broker\nAddress = http://127.0.0.1:1\n' }, code: 1, says: [/gazctl\.ini:1\b/, /section header/] },
+  { name: 'FromUnix in gazctl.ini is not a number', args: ['journals', 'read', '-l', 'name=bad/a'], files: { 'gazctl.ini': '[journals.read]\nFromUnix = abc\n' }, code: 2, says: [/--from/, /"abc"/, /gazctl\.ini/] },
+  { name: 'negative MaxTxnSize in gazctl.ini', args: apply, input: yaml('name: bad/x', 'replication: 1', FRAG), files: { 'gazctl.ini': '[journals.apply]\nMaxTxnSize = -3\n' }, code: 2, says: [/--max-txn-size/, /-3/, /gazctl\.ini/] },
   { name: 'bad value in gazctl.ini', args: ['journals', 'list'], files: { 'gazctl.ini': '[journals.Logging]\nLevel = loud\n' }, code: 2, says: [/log\.level/, /"loud"/, /gazctl\.ini/] },
 
   // ---- selectors ----
-  { name: 'selector: unclosed set', args: ['journals', 'list', '-l', 'app in (b'], code: 'nonzero', says: [/"app in \(b"/, /"\)"/] },
-  { name: 'selector: empty set', args: ['journals', 'list', '-l', 'app in ()'], code: 'nonzero', says: [/"app in \(\)"/] },
-  { name: 'selector: leading comma', args: ['journals', 'list', '-l', ',app=b'], code: 'nonzero', says: [/",app=b"/] },
-  { name: 'selector: empty clause', args: ['journals', 'list', '-l', 'app=b,,team=c'], code: 'nonzero', says: [/"app=b,,team=c"/] },
-  { name: 'selector: unknown modifier', args: ['journals', 'list', '-l', 'app:suffix=x'], code: 'nonzero', says: [/"app:suffix=x"/, /column 4\b/] },
-  { name: 'selector: one-letter label name', args: ['journals', 'read', '-l', 'x=y'], code: 'nonzero', says: [/"x=y"/, /label name/] },
-  { name: 'selector: trailing word', args: ['journals', 'fragments', '-l', 'app=b c'], code: 'nonzero', says: [/"app=b c"/] },
-  { name: 'selector: dangling negation', args: ['journals', 'append', '-l', 'app=b,!'], input: 'x', code: 'nonzero', says: [/"app=b,!"/] },
+  { name: 'selector: unclosed set', args: ['journals', 'list', '-l', 'app in (b'], code: 2, says: [/"app in \(b"/, /"\)"/] },
+  { name: 'selector: empty set', args: ['journals', 'list', '-l', 'app in ()'], code: 2, says: [/"app in \(\)"/] },
+  { name: 'selector: leading comma', args: ['journals', 'list', '-l', ',app=b'], code: 2, says: [/",app=b"/] },
+  { name: 'selector: empty clause', args: ['journals', 'list', '-l', 'app=b,,team=c'], code: 2, says: [/"app=b,,team=c"/] },
+  { name: 'selector: unknown modifier', args: ['journals', 'list', '-l', 'app:suffix=x'], code: 2, says: [/"app:suffix=x"/, /column 4\b/] },
+  { name: 'selector: one-letter label name', args: ['journals', 'read', '-l', 'x=y'], code: 2, says: [/"x=y"/, /label name/] },
+  { name: 'selector: trailing word', args: ['journals', 'fragments', '-l', 'app=b c'], code: 2, says: [/"app=b c"/] },
+  { name: 'selector: dangling negation', args: ['journals', 'append', '-l', 'app=b,!'], input: 'x', code: 2, says: [/"app=b,!"/] },
 
   // ---- flags ----
   { name: 'missing -l on read', args: ['journals', 'read'], code: 2, says: [/-l\/--selector/] },
@@ -125,11 +127,12 @@ const CASES: BadInput[] = [
     says: [/127\.0\.0\.1:1\b/, /unreachable/],
     maxMs: 8000,
   },
-  { name: 'bad --broker.address URL', args: ['journals', 'list', '--broker.address', 'not a url'], code: 'nonzero', says: [/"not a url"/, /URL/] },
-  { name: 'unsupported --broker.address scheme', args: ['journals', 'list', '--broker.address', 'ftp://127.0.0.1:1'], code: 'nonzero', says: [/ftp/, /scheme/] },
+  { name: 'bad --broker.address URL', args: ['journals', 'list', '--broker.address', 'not a url'], code: 2, says: [/"not a url"/, /URL/] },
+  { name: 'unsupported --broker.address scheme', args: ['journals', 'list', '--broker.address', 'ftp://127.0.0.1:1'], code: 2, says: [/ftp/, /scheme/] },
 
   // ---- append input ----
   { name: 'append --mapping direct to a journal not matched', args: ['journals', 'append', '-l', 'prefix=bad/', '--framing', 'lines', '--mapping', 'direct'], input: 'bad/nope\nrecord\n', code: 1, says: [/"bad\/nope"/, /not found/] },
+  { name: 'append -i of a missing file', args: ['journals', 'append', '-l', 'name=bad/a', '-i', '{dir}/missing'], code: 1, says: [/cannot read .*missing: no such file$/m] },
   { name: 'append to a selector matching nothing', args: ['journals', 'append', '-l', 'app=nothing'], input: 'x', code: 1, says: [/no journals match/] },
   { name: 'append lines: input ends inside a record', args: ['journals', 'append', '-l', 'name=bad/a', '--framing', 'lines'], input: 'no newline', code: 1, says: [/ends inside a record/] },
   { name: 'append fixed: bad magic word', args: ['journals', 'append', '-l', 'name=bad/a', '--framing', 'fixed'], input: 'garbage!garbage!', code: 1, says: [/magic/, /offset 0\b/] },
@@ -219,8 +222,7 @@ describe('bad inputs: one clear line, a trustworthy exit status, nothing changed
       last = afterSnap;
       const what = describeResult(args, r);
 
-      if (c.code === 'nonzero') assert.ok(r.code === 1 || r.code === 2, `expected exit 1 or 2\n${what}`);
-      else assert.equal(r.code, c.code, what);
+      assert.equal(r.code, c.code, what);
       assert.equal(r.stdout.length, 0, `nothing on stdout\n${what}`);
       assert.match(r.stderr, /^gazctl: [^\n]+\n$/, `exactly one line "gazctl: …" on stderr\n${what}`);
       for (const re of c.says) assert.match(r.stderr, re, what);
