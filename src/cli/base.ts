@@ -143,7 +143,10 @@ export abstract class GazctlCommand extends Command {
   }
 
   /** What the operator can do about a transport failure, naming our flags. */
-  private hint(err: unknown): string {
+  private hint(outer: unknown): string {
+    // The transport failure may be wrapped (e.g. "apply failed: …"): look down the causes.
+    let err: unknown = outer;
+    for (let i = 0; i < 5 && err && !(err instanceof TransportError); i++) err = (err as { cause?: unknown }).cause;
     if (!(err instanceof TransportError)) return '';
     const svc = this.groupName === 'shards' && /consumer/i.test(err.message) ? 'consumer' : 'broker';
     switch (err.reason) {

@@ -68,8 +68,10 @@ test('append of lines survives a broker pausing mid-stream, with every byte comm
     }
     process.kill(pid, 'SIGSTOP');
     try {
-      assert.equal(processState(pid), 'T', 'the broker is stopped');
+      // The signal takes effect asynchronously: wait until the kernel reports the broker stopped.
+      while (processState(pid) !== 'T') await new Promise((r) => setTimeout(r, 5));
       await new Promise((r) => setTimeout(r, 1500));
+      assert.equal(processState(pid), 'T', 'the broker stayed stopped for the whole pause');
     } finally {
       process.kill(pid, 'SIGCONT');
     }

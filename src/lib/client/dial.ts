@@ -1,7 +1,9 @@
 // Connections: one gRPC channel per endpoint (http://, https://, unix://), shared by every stub
 // dialed to it, plus the per-call metadata carrying authorization.
 import { readFileSync } from 'node:fs';
-import { Channel, ChannelCredentials, connectivityState, credentials, Metadata, type ChannelOptions } from '@grpc/grpc-js';
+import { isIP } from 'node:net';
+import { connect as tlsConnect, createSecureContext, type SecureContext } from 'node:tls';
+import { CallCredentials, Channel, ChannelCredentials, connectivityState, credentials, Metadata, type ChannelOptions } from '@grpc/grpc-js';
 import { JournalClient as GenJournalClient } from '../protocol/gen/broker/protocol.js';
 import { ShardClient as GenShardClient } from '../protocol/gen/consumer/protocol.js';
 import { TransportError, ValidationError } from '../protocol/errors.js';
@@ -67,7 +69,7 @@ interface Conn {
  */
 export class ConnectionPool {
   private readonly conns = new Map<string, Conn>();
-  private tls: ChannelCredentials | undefined;
+  private tls: SecureContext | undefined;
   readonly authorize: Authorizer;
   private closed = false;
 
@@ -77,11 +79,11 @@ export class ConnectionPool {
     dialTarget(config.address);
   }
 
-  private credentialsFor(secure: boolean): ChannelCredentials {
+  private credentialsFor(secure: boolean, target: string): ChannelCredentials {
     if (!secure) return credentials.createInsecure();
     if (!this.tls) {
       const read = (f: string | undefined, what: string) => {
-        if (!f) return null;
+        if (!f) return undefined;
         try {
           return readFileSync(f);
         } catch (err) {
@@ -91,12 +93,12 @@ export class ConnectionPool {
       const ca = read(this.config.trustedCAFile, 'trusted CA file');
       const cert = read(this.config.certFile, 'certificate file');
       const key = read(this.config.certKeyFile, 'certificate key file');
-      if ((cert === null) !== (key === null)) {
+      if ((cert === undefined) !== (key === undefined)) {
         throw new ValidationError('a client certificate needs both a certificate file and a key file');
       }
-      this.tls = credentials.createSsl(ca, key, cert);
+      this.tls = createSecureContext({ ca, cert, key });
     }
-    return this.tls;
+    return new TlsCredentials(this.tls, hostOf(target));
   }
 
   private conn(endpoint: string | undefined): Conn {
@@ -105,7 +107,7 @@ export class ConnectionPool {
     let c = this.conns.get(ep);
     if (!c) {
       const { target, secure } = dialTarget(ep);
-      c = { channel: new Channel(target, this.credentialsFor(secure), CHANNEL_OPTIONS) };
+      c = { channel: new Channel(target, this.credentialsFor(secure, target), CHANNEL_OPTIONS) };
       this.conns.set(ep, c);
     }
     return c;
@@ -154,5 +156,52 @@ export class ConnectionPool {
     this.closed = true;
     for (const c of this.conns.values()) c.channel.close();
     this.conns.clear();
+  }
+}
+
+/** The host of a `host:port` dial target (brackets of an IPv6 literal removed). */
+function hostOf(target: string): string {
+  const i = target.lastIndexOf(':');
+  return (i < 0 ? target : target.slice(0, i)).replace(/^\[|\]$/g, '');
+}
+
+/**
+ * TLS for one endpoint. Unlike grpc-js' own TLS credentials, it sends the host as the TLS server
+ * name (SNI) only when it is a host name: RFC 6066 forbids IP addresses there, and Node warns
+ * (DEP0123) on every connection to an address like https://10.0.0.5:8080. The certificate is still
+ * checked against the IP address. A certificate that does not verify fails the connection with
+ * Node's reason (see transport-diagnosis.ts).
+ */
+class TlsCredentials extends ChannelCredentials {
+  constructor(
+    private readonly context: SecureContext,
+    private readonly host: string,
+  ) {
+    super();
+  }
+
+  _isSecure(): boolean {
+    return true;
+  }
+
+  _equals(other: ChannelCredentials): boolean {
+    return other === this;
+  }
+
+  _createSecureConnector(...[, , callCredentials]: Parameters<ChannelCredentials['_createSecureConnector']>): ReturnType<ChannelCredentials['_createSecureConnector']> {
+    const { context, host } = this;
+    return {
+      connect: (socket) =>
+        new Promise((resolve, reject) => {
+          const s = tlsConnect({ socket, secureContext: context, host, ALPNProtocols: ['h2'], ...(isIP(host) ? {} : { servername: host }) }, () => {
+            if (!s.authorized) reject(s.authorizationError);
+            else resolve({ socket: s, secure: true });
+          });
+          s.once('error', reject);
+        }),
+      waitForReady: () => Promise.resolve(),
+      getCallCredentials: () => callCredentials ?? CallCredentials.createEmpty(),
+      destroy: () => {},
+    };
   }
 }

@@ -6,6 +6,7 @@ import { status as GrpcStatus } from '@grpc/grpc-js';
 import { AppendRequest, ReadResponse, Status } from '../protocol/gen/broker/protocol.js';
 import { TransportError } from '../protocol/errors.js';
 import { abortError, grpcCode, isUnavailable, retry } from './retry.js';
+import { diagnosed } from './transport-diagnosis.js';
 
 export type UnaryStarter<Res> = (
   md: Metadata,
@@ -195,7 +196,7 @@ export async function retryCall<T>(
   const deadline = opts.timeoutMs !== undefined ? Date.now() + opts.timeoutMs : undefined;
   let lastUnavailable: unknown;
   try {
-    return await retry(() => fn(deadline), {
+    return await retry(() => diagnosed(fn(deadline), who, deadline), {
       signal: opts.signal,
       deadline,
       maxAttempts: extra.maxAttempts,
