@@ -86,8 +86,8 @@ export function parseDurationText(text: string): bigint {
 }
 
 function boolParser(text: string): boolean {
-  // A switch given on the command line arrives as "true"; gazctl.ini spells both values.
-  if (text === 'true') return true;
+  // gazctl.ini spells both values; as upstream, a switch with an empty value (`DryRun =`) is set.
+  if (text === 'true' || text === '') return true;
   if (text === 'false') return false;
   throw new OptionValueError(`expected true or false, got ${q(text)}`);
 }
