@@ -209,6 +209,13 @@ describe('precedence: command line > gazctl.ini > environment > default', () => 
     assert.doesNotMatch(r2.stdout, /\bAPP\b/, 'a -L on the command line replaces Labels from gazctl.ini');
   });
 
+  it('a switch with an empty value in gazctl.ini is set, as upstream', async () => {
+    ini(`[journals]\nbroker.address = ${ini_.address}\n[journals.list]\nRF =\n`);
+    const r = await runInProcess(['journals', 'list'], { cwd });
+    assert.equal(r.code, 0, describeInProcess(['journals', 'list'], r));
+    assert.match(r.stdout, /\bNAME\b.*\bRF\b/);
+  });
+
   it("edit's selector is read from the command line only (upstream: no-ini)", async () => {
     ini(`[journals]\nbroker.address = ${ini_.address}\n[journals.edit]\nSelector = name=ini/from\n[journals.list]\nSelector = name=nothing/here\n`);
     const r = await runInProcess(['journals', 'edit'], { cwd });
