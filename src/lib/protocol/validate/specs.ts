@@ -34,7 +34,7 @@ export function validateJournalLabels(set: LabelSet | undefined): void {
   validateSingleValueLabels(set);
 }
 
-/** Validates a JournalSpec as brokers do (wire.md §5.4). */
+/** Validates a JournalSpec as brokers do. */
 export function validateJournalSpec(spec: JournalSpec): void {
   validateJournalName(spec.name);
   const subject = `journal ${q(spec.name)}`;
@@ -82,7 +82,7 @@ export function validateJournalSpec(spec: JournalSpec): void {
   }
 }
 
-/** Validates a ShardSpec as consumers do (wire.md §5.4). */
+/** Validates a ShardSpec as consumers do. */
 export function validateShardSpec(spec: ShardSpec): void {
   validateShardID(spec.id);
   const subject = `shard ${q(spec.id)}`;
