@@ -137,14 +137,17 @@ export function solveDesired(state: AllocState<any, any, any>): DesiredAssignmen
     return true;
   };
 
-  // 1. Current assignments: primaries first, then the other replicas.
-  for (const primaries of [true, false]) {
-    for (let i = 0; i < I; i++) {
-      for (const a of items[i]!.assignments) {
-        if ((a.slot === 0) !== primaries || a.memberIndex < 0) continue;
-        tryPlace(i, a.memberIndex);
-      }
-    }
+  // 1. Current assignments: primaries first, then the other replicas. Where an item cannot keep
+  // all of its other replicas (a zone or member cap is reached), those on the members least
+  // loaded so far are kept, which spreads the replicas that must move across members.
+  for (let i = 0; i < I; i++) {
+    for (const a of items[i]!.assignments) if (a.slot === 0 && a.memberIndex >= 0) tryPlace(i, a.memberIndex);
+  }
+  const seededLoad = (m: number) => (sinkEdge[m]! < 0 ? Infinity : g.flow(sinkEdge[m]!) / fair[m]!);
+  for (let i = 0; i < I; i++) {
+    const others = items[i]!.assignments.filter((a) => a.slot !== 0 && a.memberIndex >= 0).map((a) => a.memberIndex);
+    if (others.length > 1) others.sort((x, y) => seededLoad(x) - seededLoad(y) || x - y);
+    for (const m of others) tryPlace(i, m);
   }
 
   // Per-item replica count per zone, needed by the greedy fill; read from the zone edges' flow.
@@ -217,4 +220,28 @@ export function solveDesired(state: AllocState<any, any, any>): DesiredAssignmen
     byItem[i] = out;
   }
   return { byItem, total, wanted: state.itemSlots };
+}
+
+/**
+ * A fingerprint of what the solution depends on besides current assignments: item keys and
+ * desired replication, member keys and effective limits. Like upstream, the allocating member
+ * re-solves only when it changes and otherwise keeps converging on its last solution (whose member
+ * indices stay valid, since the items and members are the same); re-solving every round would let
+ * small differences between rounds add replicas that a later round takes away again.
+ */
+export function networkHash(state: AllocState<any, any, any>): string {
+  let h1 = 0x811c9dc5;
+  let h2 = 0x01000193;
+  const fold = (s: string) => {
+    for (let i = 0; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      h1 = Math.imul(h1 ^ c, 0x01000193) >>> 0;
+      h2 = Math.imul(h2 + c, 0x5bd1e995) >>> 0;
+      h2 ^= h2 >>> 15;
+    }
+  };
+  for (const it of state.items) fold(`${it.kv.key}\u0000${it.desiredReplication}\u0000`);
+  fold('\u0001');
+  for (const m of state.members) fold(`${m.kv.key}\u0000${m.effectiveLimit}\u0000${m.itemLimit}\u0000`);
+  return h1.toString(16).padStart(8, '0') + h2.toString(16).padStart(8, '0');
 }
