@@ -10,8 +10,8 @@
 //    fall short of the summed replication, items are served in id order until capacity runs out
 //    (later items get fewer replicas or none), as upstream does.
 //  * item → (item, zone): at most max(r − 1, 1) replicas in one zone when there is more than one
-//    zone, so a fully replicated item with r ≥ 2 spans at least two zones. Only an item that still
-//    cannot be fully placed after everything else has been tried gets this relaxed to r.
+//    zone, so a fully replicated item with r ≥ 2 spans at least two zones. Only when items still
+//    cannot be fully placed after everything else has been tried is this relaxed to r.
 //  * (item, zone) → member: one replica of an item per member.
 //  * member → sink: first the member's "fair share", its effective limit scaled by
 //    (summed replication / summed limits) and rounded up, so load spreads evenly; then, if items
@@ -27,7 +27,8 @@
 //  3. the max-flow engine augments whatever is still short (which may move replicas placed in 1
 //     or 2, but only where that lets more replicas be placed overall);
 //  4. steps 2–3 are repeated with members at their full limits, then with the zone cap relaxed
-//     for items still short.
+//     for items still short, then (only if some still are) for every item;
+//  5. rings of moves that change no member's load are undone (see cancelExchanges).
 // The result is a maximum flow of the final network, and is a pure function of the state.
 
 import { FlowGraph } from './maxflow.js';
@@ -40,6 +41,12 @@ export interface DesiredAssignments {
   total: number;
   /** Summed desired replication (state.itemSlots); total < itemSlots means some items are short. */
   wanted: number;
+  /**
+   * Items (indices) left on their current members against the zone rule, because the move
+   * that would spread them is part of a ring between full members that could never be carried
+   * out (see cancelExchanges). Usually empty.
+   */
+  pinned: number[];
 }
 
 /** ceil(c · num / denom) when num < denom, else c (upstream's scaling of member capacity). */
@@ -187,18 +194,22 @@ export function solveDesired(state: AllocState<any, any, any>): DesiredAssignmen
   greedyFill(full);
   g.maxFlow(S, T);
 
-  // 4b. Items still short may put all their replicas in one zone.
+  // 4b. Items still short may put all their replicas in one zone. 4c. If some remain short
+  // (making room for them can take another item keeping its replicas in one zone), the zone
+  // cap is lifted for every item: like upstream, full replication comes before zone spread.
   if (Z > 1) {
-    let anyShort = false;
-    for (let i = 0; i < I; i++) {
-      if (g.residual(srcEdge[i]!) <= 0) continue;
-      anyShort = true;
-      for (let z = 0; z < Z; z++) {
-        const ez = zoneEdge[i * Z + z]!;
-        g.raise(ez, want[i]! - (g.residual(ez) + g.flow(ez)));
+    for (const everyItem of [false, true]) {
+      let anyShort = false;
+      for (let i = 0; i < I; i++) {
+        const short = g.residual(srcEdge[i]!) > 0;
+        anyShort ||= short;
+        if (!short && !everyItem) continue;
+        for (let z = 0; z < Z; z++) {
+          const ez = zoneEdge[i * Z + z]!;
+          g.raise(ez, want[i]! - (g.residual(ez) + g.flow(ez)));
+        }
       }
-    }
-    if (anyShort) {
+      if (!anyShort) break;
       greedyFill(full);
       g.maxFlow(S, T);
     }
@@ -219,7 +230,138 @@ export function solveDesired(state: AllocState<any, any, any>): DesiredAssignmen
     total += out.length;
     byItem[i] = out;
   }
-  return { byItem, total, wanted: state.itemSlots };
+
+  const zoneCapOf = (i: number, z: number) => {
+    const e = zoneEdge[i * Z + z]!;
+    return g.residual(e) + g.flow(e);
+  };
+  const pinned = cancelExchanges(state, byItem, memberZone, Z, zoneCapOf);
+  return { byItem, total, wanted: state.itemSlots, pinned };
+}
+
+/**
+ * 5. Undo exchanges. The max-flow steps may move replicas in a circle: item A from member X to Y
+ * while item B goes from Y to X (or longer rings). Such a ring changes no member's load, yet it
+ * costs moves and, worse, can never be carried out when its members are full: each new replica
+ * needs a free slot that only the removal of an old one would give, and old replicas go only
+ * after new ones are in. So rings of moves are found and reverted, each item keeping the replica
+ * it had. A ring is reverted if every item in it appears once and stays within its zone cap; or,
+ * breaking a zone cap, if every member of the ring is full now and would be full after the moves
+ * too (then the moves cannot start, and keeping the current replicas is the only reachable
+ * outcome; those items are returned as "pinned").
+ */
+function cancelExchanges(
+  state: AllocState<any, any, any>,
+  byItem: number[][],
+  memberZone: Int32Array,
+  Z: number,
+  zoneCapOf: (i: number, z: number) => number,
+): number[] {
+  const M = state.members.length;
+  const pinned = new Set<number>();
+  interface Move {
+    item: number;
+    from: number;
+    to: number;
+    used: boolean;
+  }
+  const out: Move[][] = Array.from({ length: M }, () => []);
+  let moves = 0;
+  state.items.forEach((it, i) => {
+    const des = byItem[i]!;
+    if (des.length === 0 || it.assignments.length === 0) return;
+    const desSet = new Set(des);
+    const curSet = new Set<number>();
+    for (const a of it.assignments) if (a.memberIndex >= 0 && memberZone[a.memberIndex]! >= 0) curSet.add(a.memberIndex);
+    const gone = [...curSet].filter((m) => !desSet.has(m));
+    const come = des.filter((m) => !curSet.has(m));
+    if (gone.length === 0 || come.length === 0) return;
+    // Pair each lost replica with a new one, same zone first.
+    const taken = new Set<number>();
+    for (const sameZone of [true, false]) {
+      for (const f of gone) {
+        if (taken.has(-1 - f)) continue;
+        const t = come.find((c) => !taken.has(c) && (memberZone[c] === memberZone[f]) === sameZone);
+        if (t === undefined) continue;
+        taken.add(t);
+        taken.add(-1 - f);
+        out[f]!.push({ item: i, from: f, to: t, used: false });
+        moves++;
+      }
+    }
+  });
+  if (moves < 2) return [];
+  const desiredLoad = new Int32Array(M);
+  for (const des of byItem) for (const m of des) desiredLoad[m]++;
+  const stuck = (m: number) =>
+    state.members[m]!.totalCount >= state.members[m]!.effectiveLimit && desiredLoad[m]! >= state.members[m]!.effectiveLimit;
+
+  const ptr = new Int32Array(M);
+  const dead = new Uint8Array(M);
+  const pos = new Int32Array(M).fill(-1);
+  const counts = new Int32Array(Z);
+
+  // 0: keep the ring; 1: revert it; 2: revert it, pinning items against the zone rule.
+  const revertable = (ring: Move[]): 0 | 1 | 2 => {
+    const seen = new Set<number>();
+    let spreadOk = true;
+    for (const mv of ring) {
+      if (seen.has(mv.item)) return 0;
+      seen.add(mv.item);
+      const zf = memberZone[mv.from]!;
+      const zt = memberZone[mv.to]!;
+      if (zf === zt) continue;
+      counts.fill(0);
+      for (const m of byItem[mv.item]!) counts[memberZone[m]!]++;
+      if (counts[zf]! + 1 > zoneCapOf(mv.item, zf)) spreadOk = false;
+    }
+    if (spreadOk) return 1;
+    return ring.every((mv) => stuck(mv.from)) ? 2 : 0;
+  };
+
+  for (let s = 0; s < M; s++) {
+    if (dead[s]) continue;
+    const stack: number[] = [s];
+    const via: Move[] = [];
+    pos[s] = 0;
+    while (stack.length > 0) {
+      const v = stack[stack.length - 1]!;
+      const list = out[v]!;
+      while (ptr[v]! < list.length && (list[ptr[v]!]!.used || dead[list[ptr[v]!]!.to])) ptr[v]++;
+      if (ptr[v]! >= list.length) {
+        dead[v] = 1;
+        pos[v] = -1;
+        stack.pop();
+        via.pop();
+        continue;
+      }
+      const mv = list[ptr[v]!]!;
+      const w = mv.to;
+      if (pos[w]! >= 0) {
+        const ring = [...via.slice(pos[w]!), mv];
+        const verdict = revertable(ring);
+        if (verdict !== 0) {
+          for (const r of ring) {
+            r.used = true;
+            if (verdict === 2) pinned.add(r.item);
+            const des = byItem[r.item]!;
+            des[des.indexOf(r.to)] = r.from;
+            des.sort((a, b) => a - b);
+          }
+          // Unwind to w, which may have further rings.
+          while (stack.length > pos[w]! + 1) pos[stack.pop()!] = -1;
+          via.length = pos[w]!;
+        } else {
+          ptr[v]++;
+        }
+        continue;
+      }
+      pos[w] = stack.length;
+      stack.push(w);
+      via.push(mv);
+    }
+  }
+  return [...pinned].sort((a, b) => a - b);
 }
 
 /**

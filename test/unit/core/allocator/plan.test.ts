@@ -154,7 +154,7 @@ describe('planRound', () => {
     e.item('i1', 1);
     e.item('i2', 1);
     const s = e.state();
-    const d = { byItem: [[0], [0]], total: 2, wanted: 2 }; // an over-full desired state
+    const d = { byItem: [[0], [0]], total: 2, wanted: 2, pinned: [] }; // an over-full desired state
     const plan = planRound(s, d, consistent);
     assert.deepEqual(plan.changes.map((c) => c.itemId), ['i1']);
     assert.equal(plan.addsHeld, 1);

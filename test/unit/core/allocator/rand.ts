@@ -17,7 +17,12 @@ export function int(r: () => number, lo: number, hi: number): number {
 /** Reference max flow (augmenting paths by DFS on a capacity matrix), for small graphs. */
 export function referenceMaxFlow(n: number, edges: [number, number, number][], s: number, t: number): number {
   const cap = Array.from({ length: n }, () => new Array<number>(n).fill(0));
-  for (const [u, v, c] of edges) cap[u]![v]! += c;
+  const nbrs = Array.from({ length: n }, () => new Set<number>());
+  for (const [u, v, c] of edges) {
+    cap[u]![v]! += c;
+    nbrs[u]!.add(v);
+    nbrs[v]!.add(u);
+  }
   let total = 0;
   for (;;) {
     const prev = new Array<number>(n).fill(-1);
@@ -25,7 +30,7 @@ export function referenceMaxFlow(n: number, edges: [number, number, number][], s
     const stack = [s];
     while (stack.length && prev[t] === -1) {
       const u = stack.pop()!;
-      for (let v = 0; v < n; v++) {
+      for (const v of nbrs[u]!) {
         if (prev[v] === -1 && cap[u]![v]! > 0) {
           prev[v] = u;
           stack.push(v);

@@ -126,14 +126,18 @@ export class FakeEtcd {
       if (actual !== c.equals) return false;
     }
     this.revision++;
+    const movedLeases = new Set<string>();
     for (const op of t.ops) {
-      if (op.type === 'delete') this.kvs.delete(op.key);
-      else {
-        // The put must name a live member's lease, by tag and by id.
-        const tag = op.lease.slice('member:'.length);
-        const memberKey = `${ROOT}/members/${tag}`;
+      if (op.type === 'delete') {
+        const kv = this.kvs.get(op.key);
+        if (kv) movedLeases.add(kv.lease);
+        this.kvs.delete(op.key);
+      } else {
+        // A new key goes under its member's live lease (named by tag and by id); a moved key
+        // keeps the lease of the key it replaces.
         assert.equal(op.lease.startsWith('member:'), true, op.lease);
-        assert.equal(this.leases.get(memberKey), op.leaseId, `lease of ${op.key}`);
+        const live = this.leases.get(`${ROOT}/members/${op.lease.slice('member:'.length)}`);
+        assert.ok(live === op.leaseId || movedLeases.has(op.leaseId), `lease of ${op.key}`);
         this.putAt(op.key, op.value, op.leaseId);
       }
     }
