@@ -159,14 +159,29 @@ export function buildState<I extends ItemValue, M extends MemberValue, A = unkno
       } else {
         const name: AssignmentName = { itemId: parsed.itemId, zone: parsed.zone, suffix: parsed.suffix, slot: parsed.slot };
         const value = decoders.assignment ? decoders.assignment(name, kv) : undefined;
-        assignments.push({ ...name, kv, value, memberIndex: -1, itemIndex: -1 });
+        assignments.push({
+          itemId: name.itemId,
+          zone: name.zone,
+          suffix: name.suffix,
+          slot: name.slot,
+          kv,
+          value,
+          memberIndex: -1,
+          itemIndex: -1,
+        });
       }
     } catch (err) {
       problems.push({ key: kv.key, reason: `cannot decode value: ${err instanceof Error ? err.message : String(err)}` });
     }
   }
 
-  const byKey = (a: { kv: RawKeyValue }, b: { kv: RawKeyValue }) => compareStrings(a.kv.key, b.kv.key);
+  // Plain string order is etcd's byte order unless a key has characters from U+D800 up; only
+  // then is the slower byte-order comparison needed.
+  const wide = /[\ud800-\uffff]/;
+  const slow = items.some((x) => wide.test(x.kv.key)) || members.some((x) => wide.test(x.kv.key)) || assignments.some((x) => wide.test(x.kv.key));
+  const byKey = slow
+    ? (a: { kv: RawKeyValue }, b: { kv: RawKeyValue }) => compareStrings(a.kv.key, b.kv.key)
+    : (a: { kv: RawKeyValue }, b: { kv: RawKeyValue }) => (a.kv.key < b.kv.key ? -1 : a.kv.key > b.kv.key ? 1 : 0);
   items.sort(byKey);
   members.sort(byKey);
   assignments.sort(byKey);
