@@ -7,3 +7,4 @@ export * from './state.js';
 export { FlowGraph } from './maxflow.js';
 export * from './solve.js';
 export * from './plan.js';
+export * from './consistency.js';

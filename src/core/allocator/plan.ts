@@ -28,7 +28,9 @@
 // may no longer be the leader, or be exiting).
 //
 // The operations of one item always travel in one transaction; transactions are cut so that
-// neither their compares nor their operations pass etcd's default limit of 128.
+// neither their compares nor their operations pass etcd's default limit of 128. (An item whose own
+// operations exceed the limit — some 60 replicas changing at once — still gets one transaction,
+// which etcd would refuse; upstream has the same limit.)
 
 import { assignmentKey, compareStrings, itemKey, memberKey } from './keys.js';
 import type { DesiredAssignments } from './solve.js';
