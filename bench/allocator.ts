@@ -34,8 +34,8 @@ const R = 3;
 const ROOT = '/gazette/cluster';
 const enc = new TextEncoder();
 
-let rev = 1;
-function kv(key: string, value: string, lease = '0'): RawKeyValue {
+let rev = 1n;
+function kv(key: string, value: string, lease = 0n): RawKeyValue {
   rev++;
   return { key, value: enc.encode(value), createRevision: rev, modRevision: rev, lease };
 }
@@ -50,7 +50,7 @@ const decoders = {
 function baseKvs(members = MEMBERS): RawKeyValue[] {
   const out: RawKeyValue[] = [];
   for (let m = 0; m < members; m++) {
-    out.push(kv(memberKey(ROOT, `zone-${m % 3}`, `broker-${String(m).padStart(3, '0')}`), String(limit), String(7000 + m)));
+    out.push(kv(memberKey(ROOT, `zone-${m % 3}`, `broker-${String(m).padStart(3, '0')}`), String(limit), BigInt(7000 + m)));
   }
   for (let i = 0; i < ITEMS; i++) out.push(kv(itemKey(ROOT, `journal/part-${String(i).padStart(5, '0')}`), String(R)));
   return out;
@@ -96,13 +96,13 @@ const steadyState = st.value;
 const steady = time(() => solveDesired(steadyState));
 report('steady', steady.ms, steady.value, `  moved ${moved(steadyState, steady.value)}`);
 
-const joinKvs = [...steadyKvs, kv(memberKey(ROOT, 'zone-0', 'broker-new'), String(limit), '9999')];
+const joinKvs = [...steadyKvs, kv(memberKey(ROOT, 'zone-0', 'broker-new'), String(limit), 9999n)];
 const joinState = buildState(ROOT, joinKvs, decoders);
 const join = time(() => solveDesired(joinState));
 report('join', join.ms, join.value, `  moved ${moved(joinState, join.value)}`);
 
 const gone = memberKey(ROOT, 'zone-1', 'broker-001');
-const leaveKvs = steadyKvs.filter((x) => x.key !== gone && x.lease !== '7001');
+const leaveKvs = steadyKvs.filter((x) => x.key !== gone && x.lease !== 7001n);
 const leaveState = buildState(ROOT, leaveKvs, decoders);
 const leave = time(() => solveDesired(leaveState));
 report('leave', leave.ms, leave.value, `  moved ${moved(leaveState, leave.value)}`);

@@ -39,8 +39,8 @@ import type { AllocState, Assignment, Item } from './state.js';
 export interface Compare {
   compare: 'mod_revision' | 'create_revision';
   key: string;
-  /** The revision the key must have; 0 means "does not exist". */
-  equals: number;
+  /** The revision the key must have; 0n means "does not exist". */
+  equals: bigint;
 }
 
 export interface PutOp {
@@ -49,8 +49,11 @@ export interface PutOp {
   value: Uint8Array;
   /** The member whose lease the key goes under: 'member:<zone>#<suffix>'. */
   lease: string;
-  /** That lease's id as read from the snapshot (decimal), so the caller needs no lookup. */
-  leaseId: string;
+  /**
+   * That lease's id as read from the snapshot, so the caller needs no lookup: the member key's
+   * lease for a new assignment, the old key's own lease for a moved one (as upstream).
+   */
+  leaseId: bigint;
 }
 
 export interface DeleteOp {
@@ -156,7 +159,7 @@ export function planRound<A>(
       key: assignmentKey(root, { itemId: a.itemId, zone: a.zone, suffix: a.suffix, slot }),
       value: a.kv.value,
       lease: `member:${a.zone}#${a.suffix}`,
-      leaseId: a.kv.lease || '0',
+      leaseId: a.kv.lease,
     });
   };
 
@@ -173,7 +176,7 @@ export function planRound<A>(
   const flushDeadBefore = (id: string | undefined) => {
     while (nextDead < deadIds.length && (id === undefined || compareStrings(deadIds[nextDead]!, id) < 0)) {
       const itemId = deadIds[nextDead++]!;
-      const compares: Compare[] = [{ compare: 'create_revision', key: itemKey(root, itemId), equals: 0 }];
+      const compares: Compare[] = [{ compare: 'create_revision', key: itemKey(root, itemId), equals: 0n }];
       const ops: Op[] = [];
       for (const a of dead.get(itemId)!) {
         compares.push({ compare: 'mod_revision', key: a.kv.key, equals: a.kv.modRevision });
@@ -273,7 +276,7 @@ export function planRound<A>(
         key: assignmentKey(root, { itemId: item.id, zone: m.zone, suffix: m.suffix, slot }),
         value: EMPTY,
         lease: `member:${m.zone}#${m.suffix}`,
-        leaseId: m.kv.lease || '0',
+        leaseId: m.kv.lease,
       });
       if (slot === 0) primary[member]!++;
       changes.push({ kind: 'add', itemId: item.id, zone: m.zone, suffix: m.suffix, slot });
@@ -315,4 +318,25 @@ export function leaseMemberKey(root: string, lease: string): string {
   const tag = lease.startsWith('member:') ? lease.slice('member:'.length) : lease;
   const sep = tag.indexOf('#');
   return memberKey(root, tag.slice(0, sep), tag.slice(sep + 1));
+}
+
+/**
+ * The same transaction in the keyspace module's terms (src/lib/keyspace: Keyspace.txn compares
+ * and ops), built structurally so this module stays free of etcd client code.
+ */
+export function toKeyspaceTxn(t: Txn): {
+  compares: { key: string; target: 'modRevision' | 'createRevision'; result: '='; value: bigint }[];
+  ops: ({ put: string; value: Uint8Array; lease?: bigint } | { delete: string })[];
+} {
+  return {
+    compares: t.compares.map((c) => ({
+      key: c.key,
+      target: c.compare === 'mod_revision' ? ('modRevision' as const) : ('createRevision' as const),
+      result: '=' as const,
+      value: c.equals,
+    })),
+    ops: t.ops.map((o) =>
+      o.type === 'delete' ? { delete: o.key } : o.leaseId !== 0n ? { put: o.key, value: o.value, lease: o.leaseId } : { put: o.key, value: o.value },
+    ),
+  };
 }

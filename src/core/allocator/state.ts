@@ -17,14 +17,17 @@
 
 import { assignmentMemberKey, compareStrings, parseKey, type AssignmentName } from './keys.js';
 
-/** One etcd key/value of the snapshot. Lease ids are int64, so they travel as decimal strings. */
+/**
+ * One etcd key/value of the snapshot. Revisions and lease ids are int64 in etcd, hence bigint;
+ * the keyspace module's KeyValue has this shape (and more), so its ranges can be passed as is.
+ */
 export interface RawKeyValue {
   key: string;
   value: Uint8Array;
-  createRevision: number;
-  modRevision: number;
-  /** Lease id in decimal; '0' (or empty) for no lease. */
-  lease: string;
+  createRevision: bigint;
+  modRevision: bigint;
+  /** Lease id; 0n for no lease. */
+  lease: bigint;
 }
 
 /** What the allocator needs from an item's decoded spec (JournalSpec, ShardSpec). */
@@ -232,7 +235,7 @@ export function buildState<I extends ItemValue, M extends MemberValue, A = unkno
   const exiting = members
     .map((m, i) => ({ m, i }))
     .filter(({ m }) => m.value.exiting === true)
-    .sort((a, b) => a.m.kv.createRevision - b.m.kv.createRevision || a.i - b.i);
+    .sort((a, b) => (a.m.kv.createRevision < b.m.kv.createRevision ? -1 : a.m.kv.createRevision > b.m.kv.createRevision ? 1 : a.i - b.i));
   for (let n = 0; n < exiting.length && n < maxShedding && excess > 0; n++) {
     const m = exiting[n]!.m;
     const shed = Math.min(m.itemLimit, excess);

@@ -3,7 +3,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { leaseMemberKey, planRound, solveDesired, type Txn } from '../../../../src/core/allocator/index.js';
+import {
+  leaseMemberKey,
+  planRound,
+  solveDesired,
+  toKeyspaceTxn,
+  type RawKeyValue,
+  type Txn,
+} from '../../../../src/core/allocator/index.js';
+import type { Compare as KsCompare, KeyValue, TxnOp } from '../../../../src/lib/keyspace/client.js';
 import { consistent, FakeEtcd, ROOT } from './sim.js';
 
 const M = (z: string, s: string) => `${ROOT}/members/${z}#${s}`;
@@ -92,8 +100,8 @@ describe('planRound', () => {
     assert.deepEqual(
       t.compares.filter((c) => c.compare === 'create_revision'),
       [
-        { compare: 'create_revision', key: `${ROOT}/items/a-gone`, equals: 0 },
-        { compare: 'create_revision', key: `${ROOT}/items/c-gone`, equals: 0 },
+        { compare: 'create_revision', key: `${ROOT}/items/a-gone`, equals: 0n },
+        { compare: 'create_revision', key: `${ROOT}/items/c-gone`, equals: 0n },
       ],
     );
     assert.equal(t.compares.length, 1 + 2 + 3);
@@ -158,6 +166,31 @@ describe('planRound', () => {
     const plan = planRound(s, d, consistent);
     assert.deepEqual(plan.changes.map((c) => c.itemId), ['i1']);
     assert.equal(plan.addsHeld, 1);
+  });
+
+  it('converts to the keyspace module\'s transaction terms', () => {
+    const e = new FakeEtcd();
+    e.member('a', 'm', 2);
+    e.item('i', 1);
+    e.assign('gone', 'a', 'm', 0);
+    const s = e.state();
+    const [t] = planRound(s, solveDesired(s), consistent).txns;
+    const k = toKeyspaceTxn(t!);
+    const m = e.get(M('a', 'm'))!;
+    const dead = e.get(A('gone', 'a', 'm', 0))!;
+    // Compile-time: a keyspace KeyValue is a RawKeyValue, and the converted parts type as its Compare/TxnOp.
+    const ksKv: KeyValue = { ...m, value: Buffer.from(m.value), version: 1n };
+    const asRaw: RawKeyValue = ksKv;
+    const compares: KsCompare[] = k.compares;
+    const ops: TxnOp[] = k.ops.map((o) => ('put' in o ? { ...o, value: Buffer.from(o.value) } : o));
+    assert.equal(asRaw.key, m.key);
+    assert.deepEqual(compares, [
+      { key: m.key, target: 'modRevision', result: '=', value: m.modRevision },
+      { key: `${ROOT}/items/gone`, target: 'createRevision', result: '=', value: 0n },
+      { key: dead.key, target: 'modRevision', result: '=', value: dead.modRevision },
+      { key: m.key, target: 'modRevision', result: '=', value: m.modRevision },
+    ]);
+    assert.deepEqual(ops, [{ delete: dead.key }, { put: A('i', 'a', 'm', 0), value: Buffer.alloc(0), lease: m.lease }]);
   });
 
   it('refuses a local member key that is not in the state', () => {

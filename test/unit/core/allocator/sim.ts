@@ -42,18 +42,18 @@ export const consistent: IsConsistent<string> = (_item, a) => a.value === 'consi
 export type State = AllocState<{ desiredReplication: number }, { itemLimit: number; exiting: boolean }, string>;
 
 export class FakeEtcd {
-  revision = 1;
+  revision = 1n;
   private kvs = new Map<string, RawKeyValue>();
-  private nextLease = 1000;
-  /** Lease id of each member key put through putMember. */
-  readonly leases = new Map<string, string>();
+  private nextLease = 1000n;
+  /** Lease id of each member key put through member(). */
+  readonly leases = new Map<string, bigint>();
 
-  put(key: string, value: string | Uint8Array, lease = '0'): void {
+  put(key: string, value: string | Uint8Array, lease = 0n): void {
     this.revision++;
     this.putAt(key, typeof value === 'string' ? enc.encode(value) : value, lease);
   }
 
-  private putAt(key: string, value: Uint8Array, lease: string): void {
+  private putAt(key: string, value: Uint8Array, lease: bigint): void {
     const prev = this.kvs.get(key);
     this.kvs.set(key, {
       key,
@@ -81,7 +81,7 @@ export class FakeEtcd {
     const key = `${ROOT}/members/${zone}#${suffix}`;
     let lease = this.leases.get(key);
     if (!lease) {
-      lease = String(this.nextLease++);
+      lease = this.nextLease++;
       this.leases.set(key, lease);
     }
     this.put(key, JSON.stringify(exiting ? { limit, exiting } : { limit }), lease);
@@ -98,7 +98,7 @@ export class FakeEtcd {
   }
 
   assign(itemId: string, zone: string, suffix: string, slot: number, value = 'consistent'): void {
-    const lease = this.leases.get(`${ROOT}/members/${zone}#${suffix}`) ?? '0';
+    const lease = this.leases.get(`${ROOT}/members/${zone}#${suffix}`) ?? 0n;
     this.put(`${ROOT}/assign/${itemId}#${zone}#${suffix}#${slot}`, value, lease);
   }
 
@@ -122,11 +122,11 @@ export class FakeEtcd {
   txn(t: Txn): boolean {
     for (const c of t.compares) {
       const kv = this.kvs.get(c.key);
-      const actual = kv ? (c.compare === 'mod_revision' ? kv.modRevision : kv.createRevision) : 0;
+      const actual = kv ? (c.compare === 'mod_revision' ? kv.modRevision : kv.createRevision) : 0n;
       if (actual !== c.equals) return false;
     }
     this.revision++;
-    const movedLeases = new Set<string>();
+    const movedLeases = new Set<bigint>();
     for (const op of t.ops) {
       if (op.type === 'delete') {
         const kv = this.kvs.get(op.key);

@@ -7,8 +7,8 @@ import { buildState, isLeader, mayExit, type RawKeyValue } from '../../../../src
 import { decoders, FakeEtcd, ROOT } from './sim.js';
 
 const enc = new TextEncoder();
-function kv(key: string, value: string, createRevision: number, lease = '0'): RawKeyValue {
-  return { key, value: enc.encode(value), createRevision, modRevision: createRevision + 100, lease };
+function kv(key: string, value: string, createRevision: number, lease = 0n): RawKeyValue {
+  return { key, value: enc.encode(value), createRevision: BigInt(createRevision), modRevision: BigInt(createRevision + 100), lease };
 }
 
 describe('buildState', () => {
