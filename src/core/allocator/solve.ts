@@ -20,8 +20,8 @@
 // Our solver differs from upstream's in how it gets there (upstream steers a greedy push/relabel
 // by the order it presents arcs in; we place flow ourselves and let a Dinic max-flow engine repair
 // it), so on ties the chosen members can differ; the constraints and goals are the same:
-//  1. current assignments are placed first (primaries before other replicas, items in id order),
-//     each as long as it fits the caps above — this is what keeps movement minimal;
+//  1. current assignments are placed first (primaries before other replicas), each as long as it
+//     fits the caps above — this is what keeps movement minimal;
 //  2. remaining replicas go greedily to the zone holding fewest replicas of the item, then to the
 //     member with the lowest load relative to its cap, then to the member that sorts first;
 //  3. the max-flow engine augments whatever is still short (which may move replicas placed in 1
@@ -144,17 +144,22 @@ export function solveDesired(state: AllocState<any, any, any>): DesiredAssignmen
     return true;
   };
 
-  // 1. Current assignments: primaries first, then the other replicas. Where an item cannot keep
-  // all of its other replicas (a zone or member cap is reached), those on the members least
-  // loaded so far are kept, which spreads the replicas that must move across members.
+  // 1. Current assignments: primaries first, then the other replicas.
   for (let i = 0; i < I; i++) {
     for (const a of items[i]!.assignments) if (a.slot === 0 && a.memberIndex >= 0) tryPlace(i, a.memberIndex);
   }
-  const seededLoad = (m: number) => (sinkEdge[m]! < 0 ? Infinity : g.flow(sinkEdge[m]!) / fair[m]!);
+  // Members are walked one after another, each over its own replicas starting at a different
+  // point of the item order, so that when several members must give replicas up, they give up
+  // those of different items (rather than all dropping the last items, which would then need
+  // every replica replaced).
+  const othersOf: number[][] = members.map(() => []);
   for (let i = 0; i < I; i++) {
-    const others = items[i]!.assignments.filter((a) => a.slot !== 0 && a.memberIndex >= 0).map((a) => a.memberIndex);
-    if (others.length > 1) others.sort((x, y) => seededLoad(x) - seededLoad(y) || x - y);
-    for (const m of others) tryPlace(i, m);
+    for (const a of items[i]!.assignments) if (a.slot !== 0 && a.memberIndex >= 0) othersOf[a.memberIndex]!.push(i);
+  }
+  for (let m = 0; m < M; m++) {
+    const list = othersOf[m]!;
+    const start = Math.floor((m * list.length) / Math.max(1, M));
+    for (let k = 0; k < list.length; k++) tryPlace(list[(start + k) % list.length]!, m);
   }
 
   // Per-item replica count per zone, needed by the greedy fill; read from the zone edges' flow.
