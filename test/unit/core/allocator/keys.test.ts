@@ -48,7 +48,7 @@ describe('allocator keys', () => {
       ['/r/items/a#b', /expected <id>/],
       ['/r/members/zone', /expected <zone>#<suffix>/],
       ['/r/members/a#b#c', /expected <zone>#<suffix>/],
-      ['/r/assign/i#z#s', /expected <item id>#<zone>#<suffix>#<slot>/],
+      ['/r/assign/i#z#s', /expected <item>#<zone>#<suffix>#<slot>/],
       ['/r/assign/i#z#s#x', /not a decimal integer/],
       ['/r/assign/i#z#s#-1', /not a decimal integer/],
       ['/r/assign/i##s#0', /empty part/],
