@@ -1,12 +1,15 @@
 // Fragment compression codecs: which ones this Node can decode, and a decompressing stream for
 // each. NONE needs none; GZIP is a (possibly multi-member) gzip stream; SNAPPY is the framed
-// snappy format; ZSTANDARD needs a zstd decoder, which Node 20's zlib lacks.
+// snappy format; ZSTANDARD is decoded by a pure-JS decoder (zstd.ts), since Node 20's zlib has
+// none (a zlib that has one is preferred).
 // GZIP_OFFLOAD_DECOMPRESSION objects are stored as gzip and served decompressed by the store, so
 // the caller decides whether bytes arrive compressed.
 import * as zlib from 'node:zlib';
 import { CompressionCodec } from '../protocol/gen/broker/protocol.js';
 import { SnappyFramedDecoder } from './snappy.js';
+import { ZstdDecoder } from './zstd.js';
 
+export { ZstdDecoder, ZstdError } from './zstd.js';
 export { decodeSnappyBlock, SnappyFramedDecoder, SnappyError, crc32c, maskedCrc32c } from './snappy.js';
 
 /** Output chunk size of the decompressors. */
@@ -26,9 +29,8 @@ export function canDecode(codec: CompressionCodec): boolean {
     case CompressionCodec.GZIP:
     case CompressionCodec.GZIP_OFFLOAD_DECOMPRESSION:
     case CompressionCodec.SNAPPY:
-      return true;
     case CompressionCodec.ZSTANDARD:
-      return zstdFactory() !== undefined;
+      return true;
     default:
       return false;
   }
@@ -46,8 +48,7 @@ export function decompressor(codec: CompressionCodec): NodeJS.ReadWriteStream | 
       return new SnappyFramedDecoder();
     case CompressionCodec.ZSTANDARD: {
       const f = zstdFactory();
-      if (!f) throw new Error(`no zstd decoder in this Node.js (${process.version})`);
-      return f({ chunkSize: CHUNK });
+      return f ? f({ chunkSize: CHUNK }) : new ZstdDecoder();
     }
     case CompressionCodec.NONE:
     case CompressionCodec.GZIP_OFFLOAD_DECOMPRESSION:
