@@ -1,5 +1,5 @@
 // The fragment store interface: where persisted journal fragments live. One implementation per
-// URL scheme (file.ts for file://; s3:// is to come), all addressed the same way:
+// URL scheme (file.ts for file://, s3.ts for s3://), all addressed the same way:
 //
 // * A store is named by its URL, as in a JournalSpec's `fragment.stores` (`file:///dir/`,
 //   `s3://bucket/prefix/?args`). Its path ends in `/`, and the optional `find` / `replace`
@@ -23,6 +23,43 @@ export class StoreError extends GazctlError {}
 export class StoreNotFoundError extends StoreError {}
 /** The store failed its health check; the message says at which step. */
 export class StoreHealthError extends StoreError {}
+
+/** What a {@link StoreAuthError} is about. */
+export type StoreAuthKind =
+  /** The credentials were refused (unknown key, wrong secret) or none were found. */
+  | 'credentials'
+  /** The credentials are valid but lack permission for the operation (e.g. delete). */
+  | 'denied'
+  /** The bucket (or, for file://, the store directory) does not exist. */
+  | 'no-bucket';
+
+/**
+ * The store refused the request for want of credentials or permissions, or its bucket is
+ * missing: something an operator fixes in configuration, not by retrying. `isAuthError` is
+ * true for it.
+ */
+export class StoreAuthError extends StoreError {
+  constructor(
+    message: string,
+    readonly kind: StoreAuthKind,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** The store could not be reached at all (connection refused, timed out, name not found). */
+export class StoreUnreachableError extends StoreError {}
+
+export interface HealthOptions {
+  signal?: AbortSignal;
+  /**
+   * Also check that objects can be deleted: put a probe object under this store-relative
+   * prefix (e.g. `<journal>/` or `.test/`) and remove it. Brokers don't need delete
+   * permission; a prune does.
+   */
+  deleteUnder?: string;
+}
 
 /** One object of a listing. */
 export interface StoreObject {
@@ -95,8 +132,11 @@ export interface FragmentStore {
   remove(path: string): Promise<void>;
   /** A URL that reads the object with a plain GET, valid for about `ttlMs`. */
   signGet(path: string, ttlMs: number): Promise<string>;
-  /** Resolve when the store works end to end (put, get, list, sign); else a StoreHealthError. */
-  health(opts?: { signal?: AbortSignal }): Promise<void>;
+  /**
+   * Resolve when the store works end to end (put, get, list, sign, and delete when
+   * `deleteUnder` is given); else a StoreHealthError whose cause is the failing operation's.
+   */
+  health(opts?: HealthOptions): Promise<void>;
   /** Whether an error from this store means missing permissions or a missing bucket/directory. */
   isAuthError(err: unknown): boolean;
 }
@@ -145,9 +185,10 @@ const HEALTH_CONTENT = 'health-check\n';
 /**
  * The health check brokers run on a store: put a small object under `.test/`, read it back,
  * find it in a listing of `.test/`, sign a GET URL for it and, when that URL is http(s), fetch
- * it. Each failure names its step.
+ * it. With `deleteUnder`, then put a probe object under that prefix and remove it. Each
+ * failure names its step.
  */
-export async function checkStoreHealth(store: FragmentStore, opts: { signal?: AbortSignal } = {}): Promise<void> {
+export async function checkStoreHealth(store: FragmentStore, opts: HealthOptions = {}): Promise<void> {
   const step = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
     try {
       return await fn();
@@ -167,11 +208,19 @@ export async function checkStoreHealth(store: FragmentStore, opts: { signal?: Ab
   });
   if (!found) throw new StoreHealthError(`store ${store.url}: health check LIST did not find the test object`);
   const signed = await step('sign', () => store.signGet(HEALTH_PATH, 5 * 60_000));
-  if (!/^https?:/.test(signed)) return; // nothing to fetch for file:// URLs
-  const body = await step('fetch', async () => {
-    const res = await fetch(signed, { signal: opts.signal });
-    if (res.status !== 200) throw new Error(`HTTP ${res.status}`);
-    return res.text();
-  });
-  if (body !== HEALTH_CONTENT) throw new StoreHealthError(`store ${store.url}: health check fetch returned ${JSON.stringify(body)}`);
+  if (/^https?:/.test(signed)) {
+    const body = await step('fetch', async () => {
+      const res = await fetch(signed, { signal: opts.signal });
+      if (res.status !== 200) throw new Error(`HTTP ${res.status}`);
+      return res.text();
+    });
+    if (body !== HEALTH_CONTENT) throw new StoreHealthError(`store ${store.url}: health check fetch returned ${JSON.stringify(body)}`);
+  } // else a file:// URL: nothing to fetch
+  if (opts.deleteUnder !== undefined) {
+    let prefix = opts.deleteUnder;
+    if (prefix !== '' && !prefix.endsWith('/')) prefix += '/';
+    const probe = `${prefix}.health-check-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+    await step(`PUT of ${probe}`, () => store.put(probe, HEALTH_CONTENT, { signal: opts.signal }));
+    await step(`DELETE of ${probe}`, () => store.remove(probe));
+  }
 }

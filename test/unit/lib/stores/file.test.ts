@@ -182,7 +182,7 @@ describe('file:// fragment store', () => {
     ];
     for (const [url, re] of bad) assert.throws(() => new FileStore(url, { root }), (e: Error) => e instanceof StoreError && re.test(e.message));
     assert.throws(() => new FileStore('file:///x/', { root: '' }), /no local root directory/);
-    assert.throws(() => openStore('s3://bucket/p/'), /scheme s3:\/\/ has no backend here yet/);
+    assert.throws(() => openStore('gs://bucket/p/'), /scheme gs:\/\/ has no backend here yet/);
     assert.throws(() => openStore('file:///x/'), /no local root directory/);
     assert.ok(openStore('file:///x/', { fileRoot: root }) instanceof FileStore);
   });
