@@ -2,11 +2,14 @@
 // shared conformance table, then failures an operator meets: a wrong secret, an unknown key, an
 // unreachable endpoint, a missing bucket.
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
+import { collectFragmentObjects } from '../../src/lib/fragment/listing.js';
 import {
+  FileStore,
   S3Store,
   StoreAuthError,
   StoreError,
@@ -141,6 +144,39 @@ describe('s3:// store', { timeout: 120_000 }, () => {
     const got = await s.get('j/big');
     assert.equal(got.length, total << 20);
     for (let i = 0; i < total; i++) assert.equal(got[(i << 20) + 5], i);
+  });
+
+  it("lists a journal's fragments across an s3:// and a file:// store", async () => {
+    const s3url = srv.storeUrl('listing-x/');
+    const s = open(s3url);
+    const root = await mkdtemp(join(tmpdir(), 'gazctl-s3list-'));
+    try {
+      await mkdir(join(root, 'local'));
+      const file = new FileStore('file:///local/', { root });
+      await s.put(`jj/aa/${fragName(0, 4)}`, 'abcd');
+      await s.put(`jj/aa/pp=1/${fragName(4, 8, '.zst')}`, 'zz');
+      await s.put(`jj/aa/junk.txt`, 'junk');
+      await s.put(`jj/aab/${fragName(0, 1)}`, 'other journal');
+      await file.put(`jj/aa/${fragName(0, 4)}`, 'abcd');
+      const missing = `s3://no-such-bucket/p/?endpoint=${encodeURIComponent(srv.endpoint)}&region=us-east-1`;
+      const spec = { name: 'jj/aa', fragment: { stores: [s3url, 'file:///local/', missing] } };
+      const got = await collectFragmentObjects([spec], {
+        stores: { fileRoot: root, s3: { credentials: srv.credentials } },
+        continueOnError: true,
+      });
+      assert.deepEqual(got.objects.map((o) => `${o.store === s3url ? 's3' : 'file'} ${o.path} ${o.size}`).sort(), [
+        `file jj/aa/${fragName(0, 4)} 4`,
+        `s3 jj/aa/${fragName(0, 4)} 4`,
+        `s3 jj/aa/pp=1/${fragName(4, 8, '.zst')} 2`,
+      ]);
+      for (const o of got.objects) assert.ok(o.modTime > 0);
+      assert.deepEqual(got.unparseable.map((u) => [u.store, u.path]), [[s3url, 'jj/aa/junk.txt']]);
+      assert.equal(got.failed.length, 1);
+      assert.equal(got.failed[0]!.store, missing);
+      assert.ok(got.failed[0]!.error instanceof StoreAuthError && got.failed[0]!.error.kind === 'no-bucket');
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
   });
 
   it('rejects URLs it cannot use, naming the store', () => {
