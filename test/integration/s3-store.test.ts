@@ -20,6 +20,12 @@ import {
 import { freePort, startS3, type S3Server } from '../../src/testing/index.js';
 import { collect, fragName, storeConformance, type StoreFixture } from '../unit/lib/stores/conformance.js';
 
+// The SDK's default credential chain ends with container and instance metadata services on
+// link-local addresses; a test must never reach for those, so they are switched off here.
+process.env.AWS_EC2_METADATA_DISABLED = 'true';
+delete process.env.AWS_CONTAINER_CREDENTIALS_RELATIVE_URI;
+delete process.env.AWS_CONTAINER_CREDENTIALS_FULL_URI;
+
 const oneLine = (e: Error) => e.message.length > 0 && !e.message.includes('\n');
 
 describe('s3:// store', { timeout: 120_000 }, () => {

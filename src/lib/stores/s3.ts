@@ -192,6 +192,9 @@ export class S3Store implements FragmentStore {
     this.prefix = this.args.prefix;
     this.partSize = Math.max(MIN_PART, opts.partSize ?? 8 * 1024 * 1024);
     const region = this.args.region ?? opts.region;
+    // The SDK prints a notice about future Node.js support when a client is made on Node 20,
+    // which this package supports; keep stderr for what the user needs to act on.
+    process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
     this.client = new S3Client({
       ...(region ? { region } : {}),
       ...(this.args.endpoint ? { endpoint: this.args.endpoint, forcePathStyle: true } : {}),
@@ -254,11 +257,10 @@ export class S3Store implements FragmentStore {
       return new StoreUnreachableError(`${where}: cannot reach ${endpoint} (${why})`, { cause: e });
     }
     if (err?.name === 'CredentialsProviderError') {
-      return new StoreAuthError(
-        `${where}: no AWS credentials${this.args.profile ? ` for profile ${this.args.profile}` : ''}: ${firstLine(err.message)}`,
-        'credentials',
-        { cause: e },
-      );
+      const hint = this.args.profile
+        ? `for profile ${this.args.profile} (is it in the shared credentials or config file?)`
+        : 'found (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or profile= in the store URL)';
+      return new StoreAuthError(`${where}: no AWS credentials ${hint}`, 'credentials', { cause: e });
     }
     if (err instanceof Error && /region is missing/i.test(err.message)) {
       return new StoreError(`${where}: no AWS region (add region=… to the store URL, or set AWS_REGION)`, { cause: e });

@@ -71,6 +71,26 @@ export function storeConformance(fx: () => StoreFixture): void {
     assert.equal((await fx().raw('roundtrip/j/bytes.bin'))?.toString(), 'short', 'the object sits at <prefix><path>');
   });
 
+  it('honours an abort signal while reading', async () => {
+    const s = await fx().open('abort');
+    await s.put('j/big.bin', Buffer.alloc(8 << 20, 1));
+    const ac = new AbortController();
+    const stream = await s.open('j/big.bin', { signal: ac.signal });
+    let n = 0;
+    await assert.rejects(
+      (async () => {
+        for await (const c of stream) {
+          n += (c as Buffer).length;
+          ac.abort(new Error('stop reading'));
+        }
+      })(),
+    );
+    assert.ok(n > 0 && n < 8 << 20, `read ${n} bytes before the abort took`);
+    const pre = new AbortController();
+    pre.abort(new Error('already'));
+    await assert.rejects(s.open('j/big.bin', { signal: pre.signal }));
+  });
+
   it('reports missing objects as StoreNotFoundError', async () => {
     const s = await fx().open('missing');
     assert.equal(await s.exists('j/none'), false);

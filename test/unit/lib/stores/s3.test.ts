@@ -20,6 +20,12 @@ import {
   parseS3StoreURL,
 } from '../../../../src/lib/stores/index.js';
 
+// The SDK's default credential chain ends with container and instance metadata services on
+// link-local addresses; a test must never reach for those, so they are switched off here.
+process.env.AWS_EC2_METADATA_DISABLED = 'true';
+delete process.env.AWS_CONTAINER_CREDENTIALS_RELATIVE_URI;
+delete process.env.AWS_CONTAINER_CREDENTIALS_FULL_URI;
+
 const CREDS = { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY' };
 
 function s3Error(name: string, status: number): S3ServiceException {
@@ -113,7 +119,7 @@ describe('s3:// store URLs', () => {
   describe('credentials and region from a profile', () => {
     let dir = '';
     const saved: Record<string, string | undefined> = {};
-    const vars = ['AWS_SHARED_CREDENTIALS_FILE', 'AWS_CONFIG_FILE', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_PROFILE', 'AWS_REGION'];
+    const vars = ['AWS_SHARED_CREDENTIALS_FILE', 'AWS_CONFIG_FILE', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_PROFILE', 'AWS_REGION', 'AWS_DEFAULT_REGION'];
     before(() => {
       dir = mkdtempSync(join(tmpdir(), 'gazctl-awsprof-'));
       writeFileSync(join(dir, 'credentials'), '[ops]\naws_access_key_id = OPSKEY\naws_secret_access_key = opssecret\n');
@@ -154,9 +160,18 @@ describe('s3:// store URLs', () => {
       }
     });
 
+    it('no credentials at all, or no region, fail with one line saying what to set', async () => {
+      const none = new S3Store('s3://bkt/p/?region=us-east-1');
+      await assert.rejects(none.get('j/x'), (e: Error) => e instanceof StoreAuthError && e.kind === 'credentials' && /: open j\/x: no AWS credentials found \(set AWS_ACCESS_KEY_ID/.test(e.message) && !e.message.includes('\n'));
+      const noRegion = new S3Store('s3://bkt/p/?endpoint=http%3A%2F%2F127.0.0.1%3A9', { credentials: CREDS });
+      for (const op of [() => noRegion.get('j/x'), () => noRegion.signGet('j/x', 1000)]) {
+        await assert.rejects(op(), (e: Error) => e instanceof StoreError && /no AWS region \(add region=… to the store URL, or set AWS_REGION\)$/.test(e.message));
+      }
+    });
+
     it('a profile that does not exist fails with one line', async () => {
       const s = new S3Store('s3://bkt/p/?profile=nope&region=us-east-1');
-      await assert.rejects(s.get('j/x'), (e: Error) => e instanceof StoreAuthError && e.kind === 'credentials' && /no AWS credentials for profile nope/.test(e.message) && !e.message.includes('\n'));
+      await assert.rejects(s.get('j/x'), (e: Error) => e instanceof StoreAuthError && e.kind === 'credentials' && /no AWS credentials for profile nope \(/.test(e.message) && !e.message.includes('\n'));
     });
   });
 
