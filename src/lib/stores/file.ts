@@ -20,6 +20,7 @@ import {
   rewritePath,
   type FragmentListing,
   type FragmentStore,
+  type HealthOptions,
   type OpenOptions,
   type PutContent,
   type PutOptions,
@@ -235,7 +236,7 @@ export class FileStore implements FragmentStore {
     return 'file://' + this.objectPath(path);
   }
 
-  health(opts: { signal?: AbortSignal } = {}): Promise<void> {
+  health(opts: HealthOptions = {}): Promise<void> {
     return checkStoreHealth(this, opts);
   }
 
