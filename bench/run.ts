@@ -8,7 +8,18 @@
 //   append  `journals append -l name=<j> --framing lines -i <file>` of BENCH_SIZE_MB of ~100-byte
 //           lines, each tool and run into its own fresh journal; every appended journal is then
 //           read back (Go gazctl) and its byte count and sha256 compared with the input file
-//   cold    `journals list --help`: ours (`node bin/run.js`), Go gazctl, and `node -e 0` (floor)
+//   cold    `journals list --help`: ours (`node bin/run.js`), Go gazctl, and `node -e 0` (floor),
+//           all three spawned the same way with the same environment and working directory;
+//           measured twice: with the environment as given, and without NODE_EXTRA_CA_CERTS
+//           (when set, every Node process parses that CA bundle before running any JavaScript,
+//           some 40 ms here, which inflates the floor and ours alike)
+//   list    `journals list` of BENCH_LIST_JOURNALS journals as a table and with -o yaml (the
+//           outputs of both tools are compared byte for byte)
+//   apply   `journals apply --max-txn-size BENCH_TXN_SIZE` of BENCH_APPLY_JOURNALS new journals
+//           from a spec file on stdin; before every run the journals are deleted (Go gazctl,
+//           untimed), so each run creates all of them
+//   peak RSS of `journals read` and `journals append` comes with the read and append runs
+//           (GNU time), summed up per tool in the summary
 //
 // The cluster is one etcd and one broker from src/testing (the reference Go broker unless
 // GAZCTL_TEST_BROKER says otherwise), journals with replication 1, codec NONE, 64 MiB fragments
@@ -18,14 +29,18 @@
 //   BENCH_SIZE_MB     data size in MiB (default 1024; a positive integer)
 //   BENCH_RUNS        timed runs per tool for read and append (default 3)
 //   BENCH_COLD_RUNS   timed runs per command for cold start (default 15)
-//   BENCH_ONLY        comma list of read, append, cold (default all)
+//   BENCH_ONLY        comma list of read, append, cold, list, apply (default all)
+//   BENCH_LIST_JOURNALS   journals listed by `list` (default 20000)
+//   BENCH_APPLY_JOURNALS  journals created by `apply` (default 10000)
+//   BENCH_TXN_SIZE    --max-txn-size of `apply` (default 100)
+//   BENCH_SCALE_RUNS  timed runs per tool (and format) for list and apply (default 3)
 //   BENCH_LINE_BYTES  average input line length (default 100)
 // MB/s figures are 10^6 bytes per second; sizes are MiB. Runs alternate which tool goes first.
 // Exit code: 0 when every measurement ran and verified, 1 otherwise (figures are still printed).
 
 import { spawnSync } from 'node:child_process';
 import { cpus, tmpdir } from 'node:os';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
@@ -70,10 +85,15 @@ const SIZE = SIZE_MB * 1024 * 1024;
 const RUNS = intEnv('BENCH_RUNS', 3, 1);
 const COLD_RUNS = intEnv('BENCH_COLD_RUNS', 15, 1);
 const LINE_BYTES = intEnv('BENCH_LINE_BYTES', 100, 24);
-const ONLY = new Set((process.env.BENCH_ONLY || 'read,append,cold').split(',').map((s) => s.trim()).filter(Boolean));
+const LIST_JOURNALS = intEnv('BENCH_LIST_JOURNALS', 20_000, 1);
+const APPLY_JOURNALS = intEnv('BENCH_APPLY_JOURNALS', 10_000, 1);
+const TXN_SIZE = intEnv('BENCH_TXN_SIZE', 100, 1);
+const SCALE_RUNS = intEnv('BENCH_SCALE_RUNS', 3, 1);
+const KNOWN = ['read', 'append', 'cold', 'list', 'apply'];
+const ONLY = new Set((process.env.BENCH_ONLY || KNOWN.join(',')).split(',').map((s) => s.trim()).filter(Boolean));
 for (const o of ONLY) {
-  if (!['read', 'append', 'cold'].includes(o)) {
-    console.error(`BENCH_ONLY: unknown benchmark ${o} (known: read, append, cold)`);
+  if (!KNOWN.includes(o)) {
+    console.error(`BENCH_ONLY: unknown benchmark ${o} (known: ${KNOWN.join(', ')})`);
     process.exit(2);
   }
 }
@@ -161,13 +181,21 @@ const results: Record<'read' | 'append', Record<Tool, ThroughputRun[]>> = {
   read: { ours: [], go: [] },
   append: { ours: [], go: [] },
 };
-const cold: Record<'ours' | 'go' | 'floor', number[]> = { ours: [], go: [], floor: [] };
+type ColdKey = 'ours' | 'go' | 'floor';
+/** Cold-start times by environment label ("as given", "no NODE_EXTRA_CA_CERTS"). */
+const cold = new Map<string, Record<ColdKey, number[]>>();
+/** list/apply runs: wall ms, CPU s and peak RSS by benchmark label and tool. */
+const scale = new Map<string, Record<Tool, ThroughputRun[]>>();
 
 // ---- cold start ------------------------------------------------------------------------------------
 
 async function benchColdStart(env: NodeJS.ProcessEnv, cwd: string): Promise<void> {
-  console.log(`\n== cold start: journals list --help (${COLD_RUNS} runs each, interleaved, after 2 warm-ups)`);
-  const cmds: Record<'ours' | 'go' | 'floor', [string, string[]]> = {
+  const envs: [string, NodeJS.ProcessEnv][] = [['as given', env]];
+  if (env['NODE_EXTRA_CA_CERTS'] !== undefined) {
+    const { NODE_EXTRA_CA_CERTS: _, ...rest } = env;
+    envs.push(['no NODE_EXTRA_CA_CERTS', rest]);
+  }
+  const cmds: Record<ColdKey, [string, string[]]> = {
     ours: command('ours', ['journals', 'list', '--help']),
     go: command('go', ['journals', 'list', '--help']),
     floor: [process.execPath, ['-e', '0']],
@@ -178,26 +206,32 @@ async function benchColdStart(env: NodeJS.ProcessEnv, cwd: string): Promise<void
     if (!/selector/i.test(`${r.stdout}${r.stderr}`)) fail(`cold start: ${LABEL[k]} printed no help (exit ${r.status}): ${r.stderr.trim().slice(0, 300)}`);
   }
   const keys = ['floor', 'ours', 'go'] as const;
-  for (let i = -2; i < COLD_RUNS; i++) {
-    const rot = [...keys.slice(((i % 3) + 3) % 3), ...keys.slice(0, ((i % 3) + 3) % 3)];
-    for (const k of rot) {
-      const { ms } = await timeSpawn(cmds[k][0], cmds[k][1], env, cwd);
-      if (i >= 0) cold[k].push(ms);
+  for (const [label, e] of envs) {
+    console.log(`\n== cold start (${label}): journals list --help (${COLD_RUNS} runs each, interleaved, after 2 warm-ups)`);
+    const times: Record<ColdKey, number[]> = { ours: [], go: [], floor: [] };
+    cold.set(label, times);
+    for (let i = -2; i < COLD_RUNS; i++) {
+      const rot = [...keys.slice(((i % 3) + 3) % 3), ...keys.slice(0, ((i % 3) + 3) % 3)];
+      for (const k of rot) {
+        const { ms } = await timeSpawn(cmds[k][0], cmds[k][1], e, cwd);
+        if (i >= 0) times[k].push(ms);
+      }
     }
-  }
-  for (const k of keys) {
-    console.log(`  ${k.padEnd(5)}  median ${fmt(median(cold[k]), 0)} ms  p90 ${fmt(percentile(cold[k], 90), 0)} ms  min ${fmt(Math.min(...cold[k]), 0)} ms`);
+    for (const k of keys) {
+      const xs = times[k];
+      console.log(`  ${k.padEnd(5)}  median ${fmt(median(xs), 0)} ms  p90 ${fmt(percentile(xs, 90), 0)} ms  min ${fmt(Math.min(...xs), 0)} ms`);
+    }
   }
 }
 
 // ---- cluster set-up ----------------------------------------------------------------------------------
 
-function specsYaml(names: string[]): string {
-  return `name: bench/
+function specsYaml(names: string[], app = 'gazctl-bench', root = 'bench/'): string {
+  return `name: ${root}
 replication: 1
 labels:
 - name: app
-  value: gazctl-bench
+  value: ${app}
 fragment:
   length: 67108864
   compression_codec: NONE
@@ -337,6 +371,104 @@ async function benchRead(cluster: Cluster, env: NodeJS.ProcessEnv, cwd: string, 
   }
 }
 
+// ---- list and apply at scale -------------------------------------------------------------------
+
+/** `n` journal names under `root`, spread over 20 directories (so the YAML has a hierarchy). */
+function scaleNames(root: string, n: number): string[] {
+  const names: string[] = [];
+  for (let i = 0; i < n; i++) names.push(`${root}part-${String(i % 20).padStart(2, '0')}/journal-${String(i).padStart(6, '0')}`);
+  return names.sort();
+}
+
+/** Applies a spec file with Go gazctl in batches (untimed set-up). */
+async function goApplyFile(cluster: Cluster, yaml: string): Promise<void> {
+  const r = await runGoGazctl(['journals', 'apply', '--max-txn-size', String(TXN_SIZE)], {
+    brokerAddress: cluster.brokerAddress,
+    input: yaml,
+    timeoutMs: 600_000,
+  });
+  if (r.code !== 0) throw new Error(`journals apply failed (exit ${r.code}):\n${r.stderr.slice(-2000)}`);
+}
+
+/** Journals matching `selector`, counted from Go gazctl's YAML listing (terminals carry a revision). */
+async function goCount(cluster: Cluster, selector: string): Promise<{ count: number; yaml: string }> {
+  const r = await runGoGazctl(['journals', 'list', '-l', selector, '-o', 'yaml'], { brokerAddress: cluster.brokerAddress, timeoutMs: 120_000 });
+  if (r.code !== 0) throw new Error(`journals list failed (exit ${r.code}):\n${r.stderr.slice(-2000)}`);
+  const yaml = r.stdout.toString('utf8');
+  return { count: (yaml.match(/^ *revision: /gm) ?? []).length, yaml };
+}
+
+function scaleRuns(label: string): Record<Tool, ThroughputRun[]> {
+  let rec = scale.get(label);
+  if (!rec) scale.set(label, (rec = { ours: [], go: [] }));
+  return rec;
+}
+
+async function benchList(cluster: Cluster, env: NodeJS.ProcessEnv, cwd: string): Promise<void> {
+  const app = 'gazctl-bench-list';
+  const names = scaleNames('bench/list/', LIST_JOURNALS);
+  const a0 = performance.now();
+  await goApplyFile(cluster, specsYaml(names, app, 'bench/list/'));
+  console.log(`\n== list: ${LIST_JOURNALS} journals (applied by Go gazctl in ${fmt((performance.now() - a0) / 1000, 1)} s), table and -o yaml, ${SCALE_RUNS} run(s) per tool`);
+  for (const format of ['table', 'yaml'] as const) {
+    const label = `list ${LIST_JOURNALS} ${format}`;
+    const rec = scaleRuns(label);
+    for (let r = 0; r < SCALE_RUNS; r++) {
+      const sums: Partial<Record<Tool, string>> = {};
+      for (const tool of order(r)) {
+        const [cmd, args] = command(tool, ['journals', 'list', '-l', `app=${app}`, '-o', format]);
+        const res = await runTimed(cmd, args, { env, cwd, stdout: 'hash', timeoutMs: 300_000, statsFile: join(cwd, 'time.txt') });
+        if (res.code !== 0) {
+          fail(describeFailure(`${label} ${LABEL[tool]} run ${r + 1}`, res));
+          continue;
+        }
+        sums[tool] = `${res.out!.bytes}:${res.out!.sha256}`;
+        const run = throughputRun(res, undefined, undefined);
+        rec[tool].push(run);
+        console.log(`  ${label} ${LABEL[tool].padEnd(9)} run ${r + 1}: ${fmt(res.wallMs / 1000, 3)} s  (${res.out!.bytes} bytes, CPU ${fmt(run.cpuS, 2)} s, peak RSS ${fmt(run.maxRssMiB, 0)} MiB)`);
+      }
+      if (sums.ours && sums.go && sums.ours !== sums.go) fail(`${label} run ${r + 1}: outputs differ (ours ${sums.ours.slice(0, 24)}…, Go ${sums.go.slice(0, 24)}…)`);
+    }
+  }
+  // Leave the cluster as small as it was for the benchmarks after this one.
+  const { yaml } = await goCount(cluster, `app=${app}`);
+  await goApplyFile(cluster, `delete: true\n${yaml}`);
+}
+
+async function benchApply(cluster: Cluster, env: NodeJS.ProcessEnv, cwd: string): Promise<void> {
+  const app = 'gazctl-bench-apply';
+  const selector = `app=${app}`;
+  const names = scaleNames('bench/apply/', APPLY_JOURNALS);
+  const specs = join(cwd, 'apply-specs.yaml');
+  writeFileSync(specs, specsYaml(names, app, 'bench/apply/'));
+  console.log(`\n== apply: ${APPLY_JOURNALS} new journals, --max-txn-size ${TXN_SIZE}, ${SCALE_RUNS} run(s) per tool, journals deleted before each run`);
+  const label = `apply ${APPLY_JOURNALS} /${TXN_SIZE}`;
+  const rec = scaleRuns(label);
+  for (let r = 0; r < SCALE_RUNS; r++) {
+    for (const tool of order(r)) {
+      // Reset: delete what the previous run created (untimed).
+      const before = await goCount(cluster, selector);
+      if (before.count > 0) await goApplyFile(cluster, `delete: true\n${before.yaml}`);
+      const [cmd, args] = command(tool, ['journals', 'apply', '--max-txn-size', String(TXN_SIZE)]);
+      const res = await runTimed(cmd, args, { env, cwd, stdout: 'ignore', stdinFile: specs, timeoutMs: 600_000, statsFile: join(cwd, 'time.txt') });
+      if (res.code !== 0) {
+        fail(describeFailure(`${label} ${LABEL[tool]} run ${r + 1}`, res));
+        continue;
+      }
+      const after = await goCount(cluster, selector);
+      if (after.count !== APPLY_JOURNALS) {
+        fail(`${label} ${LABEL[tool]} run ${r + 1}: ${after.count} journals exist afterwards, expected ${APPLY_JOURNALS}`);
+        continue;
+      }
+      const run = throughputRun(res, undefined, undefined);
+      rec[tool].push(run);
+      console.log(`  ${label} ${LABEL[tool].padEnd(9)} run ${r + 1}: ${fmt(res.wallMs / 1000, 3)} s  (CPU ${fmt(run.cpuS, 2)} s, peak RSS ${fmt(run.maxRssMiB, 0)} MiB)`);
+    }
+  }
+  const left = await goCount(cluster, selector);
+  if (left.count > 0) await goApplyFile(cluster, `delete: true\n${left.yaml}`);
+}
+
 // ---- report ------------------------------------------------------------------------------------------
 
 function report(machine: string, elapsedS: number): void {
@@ -371,18 +503,44 @@ function report(machine: string, elapsedS: number): void {
   }
   if (rows.length > 1) console.log(table(rows));
 
-  if (cold.ours.length) {
-    const rowsC: string[][] = [['cold start: journals list --help', 'median s', 'p90 s', 'min s']];
+  const rss = (what: 'read' | 'append', t: Tool) => median(results[what][t].map((r) => r.maxRssMiB ?? NaN));
+  const rssRows: string[][] = [['peak RSS (MiB, median)', 'ours', 'Go', 'ratio ours/Go']];
+  for (const what of ['read', 'append'] as const) {
+    if (results[what].ours.length === 0 && results[what].go.length === 0) continue;
+    rssRows.push([`journals ${what} ${SIZE_MB} MiB`, fmt(rss(what, 'ours'), 0), fmt(rss(what, 'go'), 0), fmt(rss(what, 'ours') / rss(what, 'go'), 2)]);
+  }
+  if (rssRows.length > 1) console.log('\n' + table(rssRows));
+
+  if (scale.size) {
+    const rowsS: string[][] = [['at scale', 'ours median s', 'Go median s', 'ratio ours/Go', 'CPU s ours/Go', 'peak RSS MiB ours/Go']];
+    for (const [label, rec] of scale) {
+      const wall = (t: Tool) => median(rec[t].map((r) => r.wallMs / 1000));
+      const cpu = (t: Tool) => median(rec[t].map((r) => r.cpuS ?? NaN));
+      const mem = (t: Tool) => median(rec[t].map((r) => r.maxRssMiB ?? NaN));
+      rowsS.push([
+        label,
+        fmt(wall('ours'), 3),
+        fmt(wall('go'), 3),
+        fmt(wall('ours') / wall('go'), 2),
+        `${fmt(cpu('ours'), 2)} / ${fmt(cpu('go'), 2)}`,
+        `${fmt(mem('ours'), 0)} / ${fmt(mem('go'), 0)}`,
+      ]);
+    }
+    console.log('\n' + table(rowsS));
+  }
+
+  for (const [label, times] of cold) {
+    const rowsC: string[][] = [[`cold start (${label}): journals list --help`, 'median s', 'p90 s', 'min s']];
     const line = (name: string, xs: number[]) => [name, fmt(median(xs) / 1000, 3), fmt(percentile(xs, 90) / 1000, 3), fmt(Math.min(...xs) / 1000, 3)];
-    rowsC.push(line('node -e 0 (floor)', cold.floor));
-    rowsC.push(line('ours (node bin/run.js)', cold.ours));
-    rowsC.push(line('Go gazctl', cold.go));
+    rowsC.push(line('node -e 0 (floor)', times.floor));
+    rowsC.push(line('ours (node bin/run.js)', times.ours));
+    rowsC.push(line('Go gazctl', times.go));
     console.log('');
     console.log(table(rowsC));
-    const om = median(cold.ours);
+    const om = median(times.ours);
     console.log(
-      `ratios: ours/Go ${fmt(om / median(cold.go), 1)}x, ours/floor ${fmt(om / median(cold.floor), 1)}x, ` +
-        `ours - floor ${fmt((om - median(cold.floor)) / 1000, 3)} s; target median < 0.3 s: ${om < 300 ? 'ok' : 'MISSED'}`,
+      `ratios: ours/Go ${fmt(om / median(times.go), 1)}x, ours/floor ${fmt(om / median(times.floor), 2)}x, ` +
+        `ours - floor ${fmt((om - median(times.floor)) / 1000, 3)} s; target median < 0.3 s: ${om < 300 ? 'ok' : 'MISSED'}`,
     );
   }
   console.log(`\nbench took ${fmt(elapsedS, 0)} s${failures.length ? `; ${failures.length} failure(s):\n  - ${failures.join('\n  - ')}` : ''}`);
@@ -407,14 +565,17 @@ async function main(): Promise<void> {
   try {
     if (ONLY.has('cold')) await benchColdStart(baseEnv, work);
 
-    if (ONLY.has('read') || ONLY.has('append')) {
+    if (ONLY.has('read') || ONLY.has('append') || ONLY.has('list') || ONLY.has('apply')) {
       const file = join(work, 'lines.txt');
-      const g0 = performance.now();
-      const input = writeLinesFile(file, SIZE, LINE_BYTES);
-      console.log(
-        `\ninput: ${file}, ${statSync(file).size} bytes, ${input.lines} lines (avg ${fmt(SIZE / input.lines, 1)} B), ` +
-          `written in ${fmt((performance.now() - g0) / 1000, 1)} s`,
-      );
+      let input = { sha256: '', lines: 0 };
+      if (ONLY.has('read') || ONLY.has('append')) {
+        const g0 = performance.now();
+        input = writeLinesFile(file, SIZE, LINE_BYTES);
+        console.log(
+          `\ninput: ${file}, ${statSync(file).size} bytes, ${input.lines} lines (avg ${fmt(SIZE / input.lines, 1)} B), ` +
+            `written in ${fmt((performance.now() - g0) / 1000, 1)} s`,
+        );
+      }
 
       const c0 = performance.now();
       cluster = await startCluster({ brokers: 1 });
@@ -423,6 +584,9 @@ async function main(): Promise<void> {
           `replication 1, codec NONE, fragment length 64 MiB, file:// store`,
       );
       const env = { ...baseEnv, BROKER_ADDRESS: cluster.brokerAddress };
+
+      if (ONLY.has('list')) await benchList(cluster, env, work);
+      if (ONLY.has('apply')) await benchApply(cluster, env, work);
 
       let readJournal: string | undefined;
       if (ONLY.has('append')) readJournal = await benchAppend(cluster, env, work, file, input);

@@ -71,6 +71,8 @@ export interface RunOptions {
   timeoutMs: number;
   /** Measure CPU and RSS with GNU time (written to this file). */
   statsFile?: string;
+  /** The child's stdin comes from this file (default: no stdin). */
+  stdinFile?: string;
 }
 
 /** Runs `cmd args` to completion, timing it from spawn to exit. */
@@ -79,15 +81,17 @@ export function runTimed(cmd: string, args: string[], o: RunOptions): Promise<Ru
   const argv = useTime ? ['-f', '%U %S %M', '-o', o.statsFile!, cmd, ...args] : args;
   const bin = useTime ? GNU_TIME : cmd;
   const devnull = o.stdout === 'devnull' ? openSync('/dev/null', 'w') : undefined;
+  const stdin = o.stdinFile !== undefined ? openSync(o.stdinFile, 'r') : undefined;
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     const child = spawn(bin, argv, {
       cwd: o.cwd,
       env: o.env,
-      stdio: ['ignore', devnull ?? (o.stdout === 'hash' ? 'pipe' : 'ignore'), 'pipe'],
+      stdio: [stdin ?? 'ignore', devnull ?? (o.stdout === 'hash' ? 'pipe' : 'ignore'), 'pipe'],
     });
     trackChild(child);
     if (devnull !== undefined) closeSync(devnull);
+    if (stdin !== undefined) closeSync(stdin);
     const hash = o.stdout === 'hash' ? createHash('sha256') : undefined;
     let bytes = 0;
     child.stdout?.on('data', (b: Buffer) => {

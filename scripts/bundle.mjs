@@ -2,7 +2,8 @@
 //
 // dist/bundle/ gets:
 //   oclif-core.cjs        @oclif/core and its dependencies in one file (instead of ~160 files
-//                         that Node resolves and compiles one by one);
+//                         that Node resolves and compiles one by one), its ejs fronted by
+//                         scripts/ejs-lite.cjs;
 //   commands-impl.cjs     every command (from the tsc output dist/src/commands), with the code
 //                         it needs; its `@oclif/core` is ./oclif-core.cjs, so there is one copy
 //                         of oclif in the process;
@@ -91,6 +92,18 @@ const core = await build({
   // oclif reads tsconfig.json with TypeScript only when it looks for TypeScript sources, which
   // bin/run.js turns off for the bundle; keep the compiler out.
   external: ['typescript'],
+  plugins: [
+    {
+      // oclif's `ejs` is scripts/ejs-lite.cjs, which renders the plain `<%= a.b %>` templates
+      // of help texts without compiling them and hands anything else to the real ejs (still in
+      // the bundle, evaluated only when first needed).
+      name: 'ejs-lite',
+      setup(b) {
+        const lite = join(root, 'scripts', 'ejs-lite.cjs');
+        b.onResolve({ filter: /^ejs$/ }, (args) => (args.importer === lite ? undefined : { path: lite }));
+      },
+    },
+  ],
 });
 
 const impl = await build({

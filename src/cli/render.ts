@@ -76,8 +76,12 @@ function isWide(cp: number): boolean {
   );
 }
 
+const BEYOND_NARROW = /[^\u0000-\u10ff]/;
+
 /** Terminal columns taken by a string: East Asian wide characters take two. */
 export function displayWidth(s: string): number {
+  // Nothing below U+1100 is wide, and such text has no surrogate pairs: one column per unit.
+  if (!BEYOND_NARROW.test(s)) return s.length;
   let w = 0;
   for (const ch of s) w += isWide(ch.codePointAt(0)!) ? 2 : 1;
   return w;
@@ -86,20 +90,33 @@ export function displayWidth(s: string): number {
 /** Renders rows as a Unicode box table with a centred header row. */
 export function renderTable(headers: string[], rows: string[][]): string {
   const titles = headers.map(headerTitle);
-  const widths = titles.map((t, i) => Math.max(displayWidth(t), ...rows.map((r) => displayWidth(r[i] ?? ''))));
+  const widths = titles.map((t) => displayWidth(t));
+  // Cell widths are measured once (a listing can have many thousands of rows).
+  const cellWidths = rows.map((r) =>
+    widths.map((_, i) => {
+      const w = displayWidth(r[i] ?? '');
+      if (w > widths[i]!) widths[i] = w;
+      return w;
+    }),
+  );
   const line = (l: string, m: string, r: string) => l + widths.map((w) => '─'.repeat(w + 2)).join(m) + r;
   const centre = (s: string, w: number) => {
     const pad = w - displayWidth(s);
     const left = Math.floor(pad / 2);
     return ' '.repeat(left) + s + ' '.repeat(pad - left);
   };
-  const left = (s: string, w: number) => s + ' '.repeat(w - displayWidth(s));
-  const out = [line('┌', '┬', '┐')];
-  out.push('│' + titles.map((t, i) => ` ${centre(t, widths[i]!)} `).join('│') + '│');
-  if (rows.length > 0) out.push(line('├', '┼', '┤'));
-  for (const r of rows) out.push('│' + widths.map((w, i) => ` ${left(r[i] ?? '', w)} `).join('│') + '│');
-  out.push(line('└', '┴', '┘'));
-  return out.join('\n') + '\n';
+  let out = line('┌', '┬', '┐') + '\n';
+  out += '│' + titles.map((t, i) => ` ${centre(t, widths[i]!)} `).join('│') + '│\n';
+  if (rows.length > 0) out += line('├', '┼', '┤') + '\n';
+  for (let ri = 0; ri < rows.length; ri++) {
+    const r = rows[ri]!;
+    const cw = cellWidths[ri]!;
+    let text = '│';
+    for (let i = 0; i < widths.length; i++) text += ' ' + (r[i] ?? '') + ' '.repeat(widths[i]! - cw[i]!) + ' │';
+    out += text + '\n';
+  }
+  out += line('└', '┴', '┘') + '\n';
+  return out;
 }
 
 const IEC = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB', 'EiB'];

@@ -188,7 +188,7 @@ function analyzeScalar(value: string): Analysis {
     const next = chars[i + 1];
     const followedByWhitespace = next === undefined || isBlankCp(next) || isBreakCp(next);
     if (i === 0) {
-      if ('#,[]{}&*!|>\'"%@`'.includes(ch)) blockIndicators = true;
+      if (LEADING_INDICATORS.includes(ch)) blockIndicators = true;
       else if ((ch === '?' || ch === ':' || ch === '-') && followedByWhitespace) blockIndicators = true;
     } else if (ch === ':' && followedByWhitespace) {
       blockIndicators = true;
@@ -227,8 +227,26 @@ function analyzeScalar(value: string): Analysis {
 
 type Style = 'plain' | 'single' | 'double' | 'literal';
 
+/** One or more printable ASCII characters other than the space. */
+const PRINTABLE_ASCII_WORD = /^[\x21-\x7e]+$/;
+const LEADING_INDICATORS = '#,[]{}&*!|>\'"%@`';
+
 /** The style yaml.v2 uses for a Go string value in block context. */
 export function goStringStyle(s: string): Style {
+  if (PRINTABLE_ASCII_WORD.test(s)) {
+    // No spaces, breaks or special characters (the usual name, label or store): of the analysis
+    // only the indicator checks can apply (a lone `?`, `:` or `-`, or a trailing `:`, is followed
+    // by the end, which counts as whitespace; a `#` is never preceded by whitespace).
+    const c = s.charCodeAt(0);
+    const indicators =
+      LEADING_INDICATORS.includes(s[0]!) ||
+      s.startsWith('---') ||
+      s.startsWith('...') ||
+      (s.length === 1 && (c === 0x3f || c === 0x3a || c === 0x2d)) ||
+      (s.length > 1 && s.charCodeAt(s.length - 1) === 0x3a);
+    if (resolvePlain(s) !== 'str' || isBase60Float(s)) return 'double';
+    return indicators ? 'single' : 'plain';
+  }
   let style: Style;
   if (s.includes('\n')) style = 'literal';
   else if (resolvePlain(s) === 'str' && !isBase60Float(s)) style = 'plain';
@@ -244,23 +262,35 @@ export function goStringStyle(s: string): Style {
 // Writer with libyaml's column/indentation bookkeeping (needed for folding).
 
 class Writer {
-  out = '';
+  /** Finished lines (with their line breaks); `line` is the one being written. */
+  private readonly lines: string[] = [];
+  private line = '';
   column = 0;
   whitespace = true;
   indention = true;
 
+  get out(): string {
+    return this.lines.join('') + this.line;
+  }
+
   put(ch: string): void {
-    this.out += ch;
+    this.line += ch;
     this.column++;
   }
+  /** Appends text that holds no line break and is `columns` wide. */
+  putText(text: string, columns: number): void {
+    this.line += text;
+    this.column += columns;
+  }
   putBreak(): void {
-    this.out += '\n';
+    this.lines.push(this.line + '\n');
+    this.line = '';
     this.column = 0;
   }
   writeBreakChar(ch: string): void {
     if (ch === '\n') this.putBreak();
     else {
-      this.out += ch;
+      this.line += ch;
       this.column = 0;
     }
   }
@@ -268,7 +298,7 @@ class Writer {
     if (!this.indention || this.column > indent || (this.column === indent && !this.whitespace)) {
       this.putBreak();
     }
-    while (this.column < indent) this.put(' ');
+    if (this.column < indent) this.putText(' '.repeat(indent - this.column), indent - this.column);
     this.whitespace = true;
     this.indention = true;
   }
@@ -282,6 +312,13 @@ class Writer {
 
   plain(value: string, indent: number): void {
     if (!this.whitespace) this.put(' ');
+    if (PRINTABLE_ASCII_WORD.test(value)) {
+      // Nothing to fold or break: the characters go out as they are.
+      this.putText(value, value.length);
+      this.whitespace = false;
+      this.indention = false;
+      return;
+    }
     const chars = Array.from(value);
     let spaces = false;
     let breaks = false;
@@ -420,14 +457,21 @@ function isMapping(v: YamlValue): v is YamlMapping {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+/** No own keys (the mappings here are plain objects). */
+function isEmptyMapping(map: YamlMapping): boolean {
+  for (const _ in map) return false;
+  return true;
+}
+
 function emitMapping(w: Writer, map: YamlMapping, indent: number, firstOnLine: boolean): void {
   let first = true;
-  for (const [key, value] of Object.entries(map)) {
+  // for-in visits a plain object's keys in the same order as Object.entries.
+  for (const key in map) {
     if (!(first && firstOnLine)) w.writeIndent(indent);
     first = false;
     w.scalar(key, indent + BEST_INDENT);
     w.indicator(':', false);
-    emitValue(w, value, indent, true);
+    emitValue(w, map[key]!, indent, true);
   }
 }
 
@@ -444,7 +488,7 @@ function emitValue(w: Writer, value: YamlValue, indent: number, inMapping: boole
     return;
   }
   if (isMapping(value)) {
-    if (Object.keys(value).length === 0) return w.indicator('{}', true);
+    if (isEmptyMapping(value)) return w.indicator('{}', true);
     if (inMapping) return emitMapping(w, value, indent + BEST_INDENT, false);
     w.put(' ');
     w.whitespace = true;
@@ -455,7 +499,7 @@ function emitValue(w: Writer, value: YamlValue, indent: number, inMapping: boole
 
 /** Renders a mapping document exactly as yaml.v2 Marshal would (ends with a newline). */
 export function emitGoYaml(root: YamlMapping): string {
-  if (Object.keys(root).length === 0) return '{}\n';
+  if (isEmptyMapping(root)) return '{}\n';
   const w = new Writer();
   emitMapping(w, root, 0, true);
   w.writeIndent(0); // document end: terminates the last line unless a block scalar already did

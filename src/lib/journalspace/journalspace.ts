@@ -112,12 +112,22 @@ function storesPresent(spec: JournalSpec, explicitEmpty: boolean | undefined): b
   return fragOf(spec).stores.length > 0 || explicitEmpty === true;
 }
 
-/** Child fields that are zero take the parent's value; labels merge per name (child wins). */
+/** Equal durations (zero and absent are equal); the common cases avoid bigint arithmetic. */
+function durEq(a: JournalSpec_Fragment['retention'], b: JournalSpec_Fragment['retention']): boolean {
+  if (a === b) return true;
+  if (a && b && a.seconds === b.seconds && a.nanos === b.nanos) return true;
+  return nanos(a) === nanos(b);
+}
+
+/**
+ * Child fields that are zero take the parent's value; labels merge per name (child wins).
+ * `parent.spec` must be normalized (every flat spec here is); it is only read.
+ */
 function unionSpecs(child: Flat, parent: Flat): Flat {
   const a = normalizeJournalSpec(child.spec);
-  const b = normalizeJournalSpec(parent.spec);
+  const b = parent.spec;
   const af = a.fragment!;
-  const bf = b.fragment!;
+  const bf = fragOf(b);
   let explicitEmptyStores = child.explicitEmptyStores;
   if (a.replication === 0) a.replication = b.replication;
   a.labels = { labels: unionLabels(labelsOf(a), labelsOf(b)) };
@@ -127,9 +137,9 @@ function unionSpecs(child: Flat, parent: Flat): Flat {
     af.stores = [...bf.stores];
     explicitEmptyStores = parent.explicitEmptyStores;
   }
-  if (nanos(af.refresh_interval) === 0n) af.refresh_interval = bf.refresh_interval;
-  if (nanos(af.retention) === 0n) af.retention = bf.retention;
-  if (nanos(af.flush_interval) === 0n) af.flush_interval = bf.flush_interval;
+  if (af.refresh_interval === undefined) af.refresh_interval = bf.refresh_interval;
+  if (af.retention === undefined) af.retention = bf.retention;
+  if (af.flush_interval === undefined) af.flush_interval = bf.flush_interval;
   if (af.path_postfix_template === '') af.path_postfix_template = bf.path_postfix_template;
   if (a.flags === JournalSpec_Flag.NOT_SPECIFIED) a.flags = b.flags;
   if (a.max_append_rate === 0n) a.max_append_rate = b.max_append_rate;
@@ -137,37 +147,43 @@ function unionSpecs(child: Flat, parent: Flat): Flat {
   return { spec: a, explicitEmptyStores: explicitEmptyStores && af.stores.length === 0 };
 }
 
-/** Fields equal in both (values of `a`); suspend cleared. */
-function intersectSpecs(a0: Flat, b0: Flat): Flat {
-  const a = normalizeJournalSpec(a0.spec);
-  const b = normalizeJournalSpec(b0.spec);
+/**
+ * In place: `acc` keeps only the fields equal in `b` (suspend cleared). `acc.spec` must be a
+ * normalized spec owned by the caller; `b.spec` is only read.
+ */
+function intersectInto(acc: Flat, b0: Flat): void {
+  const a = acc.spec;
+  const b = b0.spec;
   const af = a.fragment!;
-  const bf = b.fragment!;
-  let explicitEmptyStores = a0.explicitEmptyStores && b0.explicitEmptyStores;
+  const bf = fragOf(b);
+  acc.explicitEmptyStores = acc.explicitEmptyStores && b0.explicitEmptyStores;
   if (a.replication !== b.replication) a.replication = 0;
   a.labels = { labels: intersectLabels(labelsOf(a), labelsOf(b)) };
   if (af.length !== bf.length) af.length = 0n;
   if (af.compression_codec !== bf.compression_codec) af.compression_codec = CompressionCodec.INVALID;
   if (!storesEq(af.stores, bf.stores)) {
     af.stores = [];
-    explicitEmptyStores = false;
+    acc.explicitEmptyStores = false;
   }
-  if (nanos(af.refresh_interval) !== nanos(bf.refresh_interval)) af.refresh_interval = undefined;
-  if (nanos(af.retention) !== nanos(bf.retention)) af.retention = undefined;
-  if (nanos(af.flush_interval) !== nanos(bf.flush_interval)) af.flush_interval = undefined;
+  if (!durEq(af.refresh_interval, bf.refresh_interval)) af.refresh_interval = undefined;
+  if (!durEq(af.retention, bf.retention)) af.retention = undefined;
+  if (!durEq(af.flush_interval, bf.flush_interval)) af.flush_interval = undefined;
   if (af.path_postfix_template !== bf.path_postfix_template) af.path_postfix_template = '';
   if (a.flags !== b.flags) a.flags = JournalSpec_Flag.NOT_SPECIFIED;
   if (a.max_append_rate !== b.max_append_rate) a.max_append_rate = 0n;
   a.suspend = undefined;
-  return { spec: a, explicitEmptyStores };
 }
 
-/** `a` with every field equal to `b`'s zeroed (labels: names with equal value lists removed). */
-function subtractSpecs(a0: Flat, b0: Flat): Flat {
-  const a = normalizeJournalSpec(a0.spec);
-  const b = normalizeJournalSpec(b0.spec);
+/**
+ * In place: every field of `a.spec` equal to `b`'s is zeroed (labels: names with equal value
+ * lists removed); returns whether `a` keeps an explicit empty stores list. `a.spec` must be a
+ * normalized spec owned by the caller; `b.spec` is only read.
+ */
+function subtractFrom(a0: Flat, b0: Flat): boolean {
+  const a = a0.spec;
+  const b = b0.spec;
   const af = a.fragment!;
-  const bf = b.fragment!;
+  const bf = fragOf(b);
   let explicitEmptyStores = a0.explicitEmptyStores;
   if (a.replication === b.replication) a.replication = 0;
   a.labels = { labels: subtractLabels(labelsOf(a), labelsOf(b)) };
@@ -177,13 +193,13 @@ function subtractSpecs(a0: Flat, b0: Flat): Flat {
     af.stores = [];
     explicitEmptyStores = false;
   }
-  if (nanos(af.refresh_interval) === nanos(bf.refresh_interval)) af.refresh_interval = undefined;
-  if (nanos(af.retention) === nanos(bf.retention)) af.retention = undefined;
-  if (nanos(af.flush_interval) === nanos(bf.flush_interval)) af.flush_interval = undefined;
+  if (durEq(af.refresh_interval, bf.refresh_interval)) af.refresh_interval = undefined;
+  if (durEq(af.retention, bf.retention)) af.retention = undefined;
+  if (durEq(af.flush_interval, bf.flush_interval)) af.flush_interval = undefined;
   if (af.path_postfix_template === bf.path_postfix_template) af.path_postfix_template = '';
   if (a.flags === b.flags) a.flags = JournalSpec_Flag.NOT_SPECIFIED;
   if (a.max_append_rate === b.max_append_rate) a.max_append_rate = 0n;
-  return { spec: a, explicitEmptyStores };
+  return explicitEmptyStores;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -375,24 +391,31 @@ export function buildJournalApplyRequest(root: JournalNode): ApplyRequest {
 
 /** Length of the longest common prefix of a and b that ends on a `/`. */
 function sharedPrefix(a: string, b: string): number {
-  if (a.length > b.length) [a, b] = [b, a];
-  let l = 0;
-  for (;;) {
-    const n = a.indexOf('/', l);
-    if (n === -1 || a.slice(0, n + 1) !== b.slice(0, n + 1)) return l;
-    l = n + 1;
-  }
+  const n = Math.min(a.length, b.length);
+  let m = 0;
+  while (m < n && a.charCodeAt(m) === b.charCodeAt(m)) m++;
+  // a[0, m) === b[0, m): the prefix ends just after the last `/` in there.
+  return m === 0 ? 0 : a.lastIndexOf('/', m - 1) + 1;
 }
 
+/**
+ * Groups name-ordered nodes into directories, most specific first: each round takes the first
+ * adjacent pair with the longest shared `/`-prefix, extends it over the following nodes sharing
+ * that same prefix length, and replaces that run by a directory of that prefix. (This is the
+ * grouping upstream gazctl does; `shared[i]` caches the prefix of nodes i and i+1, so a round
+ * recomputes only the two pairs next to the new directory.)
+ */
 function extractTree(nodes: JournalNode[]): JournalNode {
   if (nodes.length === 0) return { spec: normalizeJournalSpec(undefined) };
-  let list = [...nodes];
+  const list = [...nodes];
+  const shared: number[] = [];
+  for (let i = 1; i < list.length; i++) shared.push(sharedPrefix(list[i]!.spec.name, list[i - 1]!.spec.name));
   while (list.length > 1) {
     let beg = 0;
     let end = 0;
     let maxLen = -1;
     for (let i = 1; i < list.length; i++) {
-      const l = sharedPrefix(list[i]!.spec.name, list[i - 1]!.spec.name);
+      const l = shared[i - 1]!;
       if (l > maxLen) [beg, end, maxLen] = [i - 1, i + 1, l];
       else if (l === maxLen && i === end) end = i + 1;
     }
@@ -400,7 +423,15 @@ function extractTree(nodes: JournalNode[]): JournalNode {
       spec: normalizeJournalSpec({ name: list[beg]!.spec.name.slice(0, maxLen) }),
       children: list.slice(beg, end),
     };
-    list = [...list.slice(0, beg), dir, ...list.slice(end)];
+    // shared[j] is the pair (list[j], list[j+1]): the pairs touching the run, j in
+    // [beg-1, end-1], give way to the directory's pairs with its neighbours.
+    const repl: number[] = [];
+    if (beg > 0) repl.push(sharedPrefix(dir.spec.name, list[beg - 1]!.spec.name));
+    if (end < list.length) repl.push(sharedPrefix(list[end]!.spec.name, dir.spec.name));
+    const from = Math.max(0, beg - 1);
+    const to = Math.min(end - 1, list.length - 2);
+    shared.splice(from, to - from + 1, ...repl);
+    list.splice(beg, end - beg, dir);
   }
   return list[0]!;
 }
@@ -408,24 +439,27 @@ function extractTree(nodes: JournalNode[]): JournalNode {
 /** Bottom-up: a directory takes the fields common to all children, which drop them. */
 function hoist(node: JournalNode): void {
   if (!isDirectoryNode(node) || !node.children?.length) return;
-  node.children.forEach(hoist);
+  const children = node.children;
+  children.forEach(hoist);
   const flatOf = (n: JournalNode): Flat => ({ spec: n.spec, explicitEmptyStores: n.explicitEmptyStores === true });
-  let acc = flatOf(node.children[0]!);
-  let del = node.children[0]!.delete;
-  for (const c of node.children.slice(1)) {
+  // Every spec in the tree is a normalized copy owned by the tree, so the work is done in place.
+  const acc = flatOf(children[0]!);
+  acc.spec = normalizeJournalSpec(acc.spec);
+  let del = children[0]!.delete;
+  for (let i = 1; i < children.length; i++) {
+    const c = children[i]!;
     if (del !== c.delete) del = undefined;
-    acc = intersectSpecs(acc, flatOf(c));
+    intersectInto(acc, flatOf(c));
   }
-  const name = node.spec.name;
-  node.spec = normalizeJournalSpec({ ...acc.spec, name, suspend: undefined });
+  acc.spec.name = node.spec.name;
+  acc.spec.suspend = undefined;
+  node.spec = acc.spec;
   setExplicit(node, acc.explicitEmptyStores);
   if (del === undefined) delete node.delete;
   else node.delete = del;
-  for (const c of node.children) {
+  for (const c of children) {
     if (node.delete !== undefined) delete c.delete;
-    const sub = subtractSpecs(flatOf(c), acc);
-    c.spec = sub.spec;
-    setExplicit(c, sub.explicitEmptyStores);
+    setExplicit(c, subtractFrom(flatOf(c), acc));
   }
 }
 
