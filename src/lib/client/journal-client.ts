@@ -306,7 +306,8 @@ export class JournalClient implements ReadTransport, AppendTransport {
   /**
    * Asks a broker to check a fragment store. Resolves with the response when the status is OK
    * or FRAGMENT_STORE_UNHEALTHY (then `store_health_error` says why); other statuses throw.
-   * `checkDeletePrefix` (ending in `/`) also probes delete permission under that prefix.
+   * `checkDeletePrefix` (empty, or ending in `/`) also probes delete permission under that prefix
+   * (empty: the store root); brokers that predate the probe ignore it.
    */
   async fragmentStoreHealth(store: string, checkDeletePrefix?: string, opts: CallOptions = {}): Promise<FragmentStoreHealthResponse> {
     const res = await this.withRetry(
@@ -316,7 +317,7 @@ export class JournalClient implements ReadTransport, AppendTransport {
         unaryCall<FragmentStoreHealthResponse>(
           (md, o, cb) =>
             this.pool.journal().fragmentStoreHealth(
-              { fragment_store: store, check_delete: !!checkDeletePrefix, check_delete_prefix: checkDeletePrefix ?? '' },
+              { fragment_store: store, check_delete: checkDeletePrefix !== undefined, check_delete_prefix: checkDeletePrefix ?? '' },
               md,
               o,
               cb,
