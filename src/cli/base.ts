@@ -2,7 +2,8 @@
 // resolution with upstream's precedence (command line > gazctl.ini > environment > default),
 // logging, and one-line error reporting with trustworthy exit codes (src/cli/exit.ts).
 import { Command } from '@oclif/core';
-import { TransportError } from '../lib/protocol/errors.js';
+import { BrokerStatusError, TransportError } from '../lib/protocol/errors.js';
+import { Status } from '../lib/protocol/gen/broker/protocol.js';
 import { findIniFile, loadIni } from '../lib/config/ini.js';
 import { Logger, LOG_FORMATS, LOG_LEVELS } from './log.js';
 import { EXIT, UsageError, exitCodeFor } from './exit.js';
@@ -142,8 +143,14 @@ export abstract class GazctlCommand extends Command {
     process.exitCode = exitCodeFor(err);
   }
 
-  /** What the operator can do about a transport failure, naming our flags. */
+  /** What the operator can do about a failure (a transport failure, a refused append), naming our flags and commands. */
   private hint(outer: unknown): string {
+    for (let e: unknown = outer, i = 0; e && i < 5; e = (e as { cause?: unknown }).cause, i++) {
+      if (e instanceof BrokerStatusError && e.status === Status.INDEX_HAS_GREATER_OFFSET) {
+        // The stores hold offsets past the brokers' agreed write head (etcd or brokers were lost).
+        return ' (the fragment index is ahead of the write head, as after losing etcd or brokers: once every old fragment is persisted, run `gazctl journals reset-head -l <selector>`)';
+      }
+    }
     // The transport failure may be wrapped (e.g. "apply failed: …"): look down the causes.
     let err: unknown = outer;
     for (let i = 0; i < 5 && err && !(err instanceof TransportError); i++) err = (err as { cause?: unknown }).cause;

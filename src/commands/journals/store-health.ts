@@ -1,0 +1,74 @@
+import { Args } from '@oclif/core';
+import { GazctlCommand, journalsBaseFlags, UsageError } from '../../cli/base.js';
+import { openJournalClient } from '../../cli/clients.js';
+import { oclifFlags, optionalStringOption, options } from '../../cli/options.js';
+import { GazctlError } from '../../lib/protocol/errors.js';
+import { checkStoreURL } from '../../lib/protocol/validate/store-url.js';
+import { Status } from '../../lib/protocol/gen/broker/protocol.js';
+
+const OPTIONS = options({
+  'check-delete-prefix': optionalStringOption({
+    description: 'Also write and delete a probe object under this prefix of the store (ending in "/"; empty: the store root), to prove delete permission.',
+    ini: { field: 'CheckDeletePrefix' },
+  }),
+});
+
+export default class JournalsStoreHealth extends GazctlCommand {
+  static override summary = 'Check that the brokers can use a fragment store.';
+  static override description = `Asks the broker at --broker.address (no routing) whether it can use the fragment store STORE_URL, with its own credentials, not yours. The broker checks the store (waiting for its first background check of that store if it has none yet) and answers healthy, or unhealthy with the reason.
+
+With --check-delete-prefix the broker also writes and deletes a throw-away object under that prefix, which proves it may delete (as retention pruning needs). The prefix is relative to the store, ends in "/", or is empty for the store root. Brokers that predate this probe (v0.103 and older) ignore it and check only what they always check.
+
+Prints "Fragment store <url> is healthy" and exits 0, or prints the reason on stderr and exits 1.`;
+  static override examples = [
+    { description: 'An S3 bucket', command: '<%= config.bin %> journals store-health s3://my-bucket/and/prefix/' },
+    { description: 'A local directory', command: '<%= config.bin %> journals store-health file:///var/local/data/' },
+    { description: 'Also prove delete permission under a prefix', command: '<%= config.bin %> journals store-health s3://my-bucket/ --check-delete-prefix probes/' },
+  ];
+  static override args = {
+    STORE_URL: Args.string({ required: true, description: 'Fragment store URL, e.g. s3://bucket/prefix/ or file:///dir/.' }),
+  };
+  static override group = 'journals' as const;
+  static override baseFlags = journalsBaseFlags;
+  static override flags = oclifFlags(OPTIONS);
+
+  async run(): Promise<void> {
+    const flags = await this.resolve(OPTIONS);
+    const { args } = await this.parse(JournalsStoreHealth);
+    const store = args.STORE_URL;
+    const problem = checkStoreURL(store);
+    if (problem) throw new UsageError(`STORE_URL ${JSON.stringify(store)} ${problem}`);
+    const prefix = flags['check-delete-prefix'];
+    if (prefix !== undefined) {
+      const bad = checkDeletePrefix(prefix);
+      if (bad) throw new UsageError(`--check-delete-prefix ${JSON.stringify(prefix)}: ${bad}`);
+    }
+    const svc = this.serviceOptions('broker');
+    const client = openJournalClient({ ...svc, log: this.log_ });
+    try {
+      const res = await client.lib.fragmentStoreHealth(store, prefix, { timeoutMs: svc.timeoutMs > 0 ? svc.timeoutMs : undefined });
+      if (res.status === Status.OK) {
+        process.stdout.write(`Fragment store ${store} is healthy\n`);
+        return;
+      }
+      throw new GazctlError(`fragment store ${store} is unhealthy: ${oneLine(res.store_health_error)}`);
+    } finally {
+      client.close();
+    }
+  }
+}
+
+/** Why `p` is not a usable delete-probe prefix, or undefined: "" or a relative path ending in "/". */
+export function checkDeletePrefix(p: string): string | undefined {
+  if (p === '') return undefined;
+  if (!p.endsWith('/')) return 'must end in "/"';
+  if (p.startsWith('/')) return 'must be relative to the store (no leading "/")';
+  const parts = p.slice(0, -1).split('/');
+  if (parts.some((s) => s === '')) return 'must not contain empty path segments';
+  if (parts.some((s) => s === '.' || s === '..')) return 'must not contain "." or ".." segments';
+  return undefined;
+}
+
+function oneLine(s: string): string {
+  return s.replace(/\s*\n\s*/g, '; ').trim() || 'no reason given';
+}
