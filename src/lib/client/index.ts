@@ -48,3 +48,13 @@ export {
   type PlanSubject,
 } from './plan.js';
 export * from './append-service.js';
+export {
+  indexEnd,
+  isUnknownSuspendMode,
+  requestSuspend,
+  resetHeadAt,
+  suspendLevel,
+  type OpsClient,
+  type ResetOutcome,
+  type SuspendOutcome,
+} from './journal-ops.js';
