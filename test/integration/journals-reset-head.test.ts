@@ -107,6 +107,10 @@ describe('reset-head, suspend and store-health (acceptance, 3 Go brokers)', { ti
     let r = await gzOk(cluster, ['journals', 'suspend', '-l', `name=${S}`]);
     assert.match(r.stdout.toString(), /not suspended/, describeResult(['suspend'], r));
     assert.equal(await level(cluster, S), 'NONE');
+    // So does the reference gazctl.
+    const goNotIdle = await runGoGazctl(['journals', 'suspend', '-l', `name=${S}`], { brokerAddress: cluster.brokerAddress });
+    assert.equal(goNotIdle.code, 0, goNotIdle.stderr);
+    assert.equal(await level(cluster, S), 'NONE');
 
     r = await gzOk(cluster, ['journals', 'suspend', '-l', `name=${S}`, '--force', '-o', 'json']);
     const doc = JSON.parse(r.stdout.toString()) as { journals: { journal: string; result: string; suspend: string; resume_offset: string }[] };
