@@ -218,7 +218,7 @@ describe('reset-head, suspend and store-health (acceptance, 3 Go brokers)', { ti
     // Bad inputs change nothing.
     for (const [args, code, re] of [
       [['-l', `name=${A}`], 2, /refusing to reset write heads without confirmation/],
-      [['-l', 'name=does/not/exist', '--yes'], 1, /no journals match the selector/],
+      [['-l', 'name=does/not/exist', '--yes'], 1, /no journals match selector/],
       [['-l', 'name in (a'], 2, /selector/],
       [[], 2, /selector/],
     ] as [string[], number, RegExp][]) {

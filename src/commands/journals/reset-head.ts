@@ -56,7 +56,7 @@ Exit status 1 when a journal could not be reset (raced and skipped journals are 
     const client = openJournalClient({ ...this.serviceOptions('broker'), log: this.log_ });
     try {
       const listing = await client.list(flags.selector);
-      if (listing.journals.length === 0) throw new GazctlError(`no journals match the selector ${JSON.stringify(formatLabelSelector(flags.selector))}`);
+      if (listing.journals.length === 0) throw new GazctlError(`no journals match selector ${JSON.stringify(formatLabelSelector(flags.selector))}`);
 
       const rows: PlanRow[] = await mapLimit(listing.journals, PARALLEL, async (j) => {
         const spec = j.spec!;

@@ -47,7 +47,7 @@ The outcome is printed per journal (level after the request). Exit status 1 when
     const client = openJournalClient({ ...this.serviceOptions('broker'), log: this.log_ });
     try {
       const listing = await client.list(flags.selector);
-      if (listing.journals.length === 0) throw new GazctlError(`no journals match the selector ${JSON.stringify(formatLabelSelector(flags.selector))}`);
+      if (listing.journals.length === 0) throw new GazctlError(`no journals match selector ${JSON.stringify(formatLabelSelector(flags.selector))}`);
       const rows: Row[] = listing.journals.map((j) => ({ journal: j.spec!.name, before: suspendLevel(j.spec), result: '' }));
       let revision = 0n;
       await mapLimit(rows, PARALLEL, async (row) => {

@@ -37,6 +37,8 @@ const journals: J[] = [
   { name: 'ops/partial', level: JournalSpec_Suspend_Level.PARTIAL, end: 100n },
   { name: 'ops/raced', level: JournalSpec_Suspend_Level.NONE, end: 7n },
   { name: 'ops/empty', level: JournalSpec_Suspend_Level.NONE, end: 0n },
+  // Refuses every append (selected only by name).
+  { name: 'ops/broken', level: JournalSpec_Suspend_Level.NONE, end: 50n },
 ];
 
 /** Whether the scripted broker knows SUSPEND_KEEP (v0.103.0 does not). */
@@ -69,7 +71,7 @@ before(async () => {
     list: (call: ServerWritableStream<ListRequest, ListResponse>) => {
       const inc = call.request.selector?.include?.labels ?? [];
       const names = inc.filter((l) => l.name === 'name').map((l) => l.value);
-      const picked = journals.filter((j) => names.length === 0 || names.includes(j.name));
+      const picked = journals.filter((j) => (names.length === 0 && j.name !== 'ops/broken') || names.includes(j.name));
       call.write(ListResponse.fromPartial({ status: Status.OK, header: stubHeader({ revision: 100n }), journals: picked.map(entry) }));
       call.end();
     },
@@ -93,6 +95,7 @@ before(async () => {
         const j = journals.find((x) => x.name === first!.journal)!;
         let status = Status.OK;
         if (j.name === 'ops/raced' && first.offset !== 0n) status = Status.WRONG_APPEND_OFFSET;
+        if (j.name === 'ops/broken') status = Status.NOT_ALLOWED;
         if (j.level === JournalSpec_Suspend_Level.PARTIAL && first.suspend === AppendRequest_Suspend.SUSPEND_IF_FLUSHED) status = Status.SUSPENDED;
         const at = first.offset || j.end;
         cb(null, AppendResponse.fromPartial({ status, header: stubHeader({ revision: 100n }), commit: status === Status.OK ? { journal: j.name, begin: at, end: at, sum: {} } : undefined }));
@@ -182,7 +185,15 @@ describe('journals reset-head', () => {
   it('no journals matched: one line, exit 1', async () => {
     const r = await run(['journals', 'reset-head', '-l', 'name=ops/nope', '--yes']);
     assert.equal(r.code, 1, r.what);
-    assert.equal(r.stderr, 'gazctl: no journals match the selector "name=ops/nope"\n');
+    assert.equal(r.stderr, 'gazctl: no journals match selector "name=ops/nope"\n');
+  });
+
+  it('a failed reset: the others still run, one line, exit 1', async () => {
+    const r = await run(['journals', 'reset-head', '-l', 'name in (ops/broken, ops/none)', '--yes']);
+    assert.equal(r.code, 1, r.what);
+    assert.deepEqual(appends.map((a) => a.journal).sort(), ['ops/broken', 'ops/none']);
+    assert.equal(r.stderr, 'gazctl: failed to reset 1 of 2 journals; first: ops/broken: appending to ops/broken: NOT_ALLOWED\n');
+    assert.match(r.stdout, /ops\/none\s*│\s*write head at 4096/);
   });
 
   it('a missing or bad selector is a usage error', async () => {
@@ -209,6 +220,18 @@ describe('journals suspend', () => {
     assert.equal(r.code, 0, r.what);
     assert.deepEqual(appends.map((a) => a.suspend), [AppendRequest_Suspend.SUSPEND_NOW]);
     assert.deepEqual(JSON.parse(r.stdout), { journals: [{ journal: 'ops/none', result: 'not suspended', suspend: 'NONE', resume_offset: '0' }] });
+  });
+});
+
+describe('journals suspend failures', () => {
+  it('a refused request: the others still run, one line, exit 1; no match: exit 1', async () => {
+    let r = await run(['journals', 'suspend', '-l', 'name in (ops/broken, ops/none)']);
+    assert.equal(r.code, 1, r.what);
+    assert.deepEqual(appends.map((a) => a.journal).sort(), ['ops/broken', 'ops/none']);
+    assert.equal(r.stderr, 'gazctl: failed to suspend journal ops/broken: appending to ops/broken: NOT_ALLOWED\n');
+    r = await run(['journals', 'suspend', '-l', 'name=ops/nope']);
+    assert.equal(r.code, 1, r.what);
+    assert.equal(r.stderr, 'gazctl: no journals match selector "name=ops/nope"\n');
   });
 });
 
