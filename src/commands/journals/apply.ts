@@ -1,7 +1,7 @@
 import { GazctlCommand, journalsBaseFlags } from '../../cli/base.js';
 import { dryRun, maxTxnSize } from '../../cli/flags.js';
 import { oclifFlags, options, stringOption } from '../../cli/options.js';
-import { openJournalClient } from '../../cli/clients.js';
+import { JournalClient } from '../../lib/client/journal-client.js';
 import { readInput } from '../../cli/input.js';
 import { renderPlan } from '../../cli/apply.js';
 import { applyJournalChanges, journalChangesFromYaml, planJournalApply } from '../../cli/journal-specs.js';
@@ -33,7 +33,11 @@ etcd limits a transaction to 128 operations by default. For larger hierarchies p
     const maxTxnSize = flags['max-txn-size'];
     const text = await readInput(flags.specs);
     const changes = journalChangesFromYaml(text, flags.specs === '-' ? 'stdin' : flags.specs);
-    const client = openJournalClient({ ...this.serviceOptions('broker'), log: this.log_ });
+    const svc = this.serviceOptions('broker');
+    const client = new JournalClient(svc, {
+      timeoutMs: svc.timeoutMs,
+      onRetry: ({ op, attempt, delayMs, error }) => this.log_.debug(`${op} failed (will retry)`, { attempt, delayMs, err: (error as Error)?.message ?? String(error) }),
+    });
     try {
       if (flags['dry-run']) {
         const plan = await planJournalApply(changes, (sel) => client.list(sel));

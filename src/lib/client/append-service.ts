@@ -1,23 +1,61 @@
-// Per-journal append queues. Records for a journal are appended in input order; records that
-// queue up while an append is in flight are batched into the next append (each batch commits
-// atomically, cut at `maxBatchBytes`). A journal's first failure fails its queue and is
-// reported by flush(). Total buffered bytes are bounded so a fast producer waits.
-import { once } from 'node:events';
-import { EventEmitter } from 'node:events';
+// The append service: per-journal append queues with their retry policy, plus `appendStream`
+// for one atomic append of a stream.
+//
+// Records for a journal are appended in input order; records that queue up while an append is
+// in flight are batched into the next append (each batch commits atomically, cut at
+// `maxBatchBytes`). A batch is retried while its failure is retryable and the broker cannot have
+// committed it (see appendMayHaveCommitted in appender.ts): so every record commits exactly once,
+// or its journal fails. A journal's failure fails its queue and is reported by flush().
+// Buffered bytes are bounded so a fast producer waits on `backpressure()`.
+import { EventEmitter, once } from 'node:events';
+import type { AppendResponse } from '../protocol/gen/broker/protocol.js';
+import {
+  appendMayHaveCommitted,
+  appendOnce,
+  describeAppendWait,
+  isRetryableAppendError,
+  isRetryableQueuedAppendError,
+  type AppendOptions,
+  type Appender,
+} from './appender.js';
+import { backoff, sleep } from './retry.js';
 
-export type AppendBatch = (journal: string, chunks: Buffer[], bytes: number) => Promise<void>;
+/** What the append service needs from its client (a JournalClient). */
+export interface AppendClient {
+  append(journal: string, opts?: AppendOptions): Appender;
+}
+
+/** A retry the service is about to make, and what it waits for (for a warning). */
+export interface AppendRetryInfo {
+  journal: string;
+  attempt: number;
+  delayMs: number;
+  error: unknown;
+  /** What the retry waits for, in words. */
+  waitingFor: string;
+}
+
+export interface AppendServiceOptions {
+  /** Largest batch appended at once (default 8 MiB; a larger record goes alone). */
+  maxBatchBytes?: number;
+  /** Bytes queued before `backpressure()` waits (default 32 MiB). */
+  maxBufferedBytes?: number;
+  onCommitted?: (journal: string, bytes: number) => void;
+  /** Time budget of each batch, retries included (0 or absent: none). */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  /** Failures worth retrying (default: all but terminal statuses and cancellation). */
+  retryable?: (err: unknown) => boolean;
+  onRetry?: (info: AppendRetryInfo) => void;
+  /** Overrides the backoff schedule (tests). */
+  delay?: (attempt: number) => number;
+}
 
 interface Queue {
   chunks: Buffer[];
   bytes: number;
   running: boolean;
   error?: Error;
-}
-
-export interface AppendServiceOptions {
-  maxBatchBytes?: number;
-  maxBufferedBytes?: number;
-  onCommitted?: (journal: string, bytes: number) => void;
 }
 
 export class AppendService {
@@ -28,9 +66,12 @@ export class AppendService {
   private readonly maxBatch: number;
   private readonly maxBuffered: number;
 
-  constructor(private readonly appendBatch: AppendBatch, private readonly opts: AppendServiceOptions = {}) {
-    this.maxBatch = opts.maxBatchBytes ?? 64 * 1024 * 1024;
-    this.maxBuffered = opts.maxBufferedBytes ?? 128 * 1024 * 1024;
+  constructor(
+    private readonly client: AppendClient,
+    private readonly opts: AppendServiceOptions = {},
+  ) {
+    this.maxBatch = opts.maxBatchBytes ?? 8 * 1024 * 1024;
+    this.maxBuffered = opts.maxBufferedBytes ?? 32 * 1024 * 1024;
   }
 
   /** Queues one record (or a run of whole records) for `journal`. Never waits; see `backpressure`. */
@@ -59,6 +100,17 @@ export class AppendService {
     return undefined;
   }
 
+  private appendBatch(journal: string, chunks: Buffer[]): Promise<AppendResponse> {
+    const o = this.opts;
+    return appendOnce(this.client, journal, chunks, {
+      signal: o.signal,
+      timeoutMs: o.timeoutMs,
+      delay: o.delay,
+      retryable: o.retryable ?? isRetryableQueuedAppendError,
+      onRetry: (error, attempt, delayMs) => o.onRetry?.({ journal, attempt, delayMs, error, waitingFor: describeAppendWait(error) }),
+    });
+  }
+
   private start(journal: string, q: Queue): void {
     q.running = true;
     const p = (async () => {
@@ -73,7 +125,7 @@ export class AppendService {
         const batch = q.chunks.splice(0, take);
         q.bytes -= bytes;
         try {
-          await this.appendBatch(journal, batch, bytes);
+          await this.appendBatch(journal, batch);
           this.opts.onCommitted?.(journal, bytes);
         } catch (err) {
           q.error = err as Error;
@@ -98,5 +150,76 @@ export class AppendService {
     while (this.inflight.size > 0) await Promise.all([...this.inflight]);
     const err = this.firstError();
     if (err) throw err;
+  }
+}
+
+/** A failure reading the source of {@link appendStream} (never retried). */
+export class AppendSourceError extends Error {}
+
+export interface AppendStreamOptions extends Omit<AppendServiceOptions, 'maxBatchBytes' | 'maxBufferedBytes' | 'onCommitted'> {
+  /**
+   * Bytes of the stream kept so a failed append can be replayed (default 16 MiB). Past it, the
+   * kept bytes are dropped and a failure is final: the stream cannot be read again.
+   */
+  replayBytes?: number;
+  /** Called after each chunk is written. */
+  onWrite?: (bytes: number) => void;
+}
+
+/**
+ * Appends everything `source` yields to `journal` as one atomic append. While what was read so
+ * far fits in `replayBytes`, a failure after which the broker cannot have committed (the same
+ * rule as the append service) is retried by replaying it; that covers the failover case, where
+ * the broker refuses the append as soon as the stream opens.
+ */
+export async function appendStream(
+  client: AppendClient,
+  journal: string,
+  source: AsyncIterable<Uint8Array>,
+  opts: AppendStreamOptions = {},
+): Promise<AppendResponse> {
+  const limit = opts.replayBytes ?? 16 * 1024 * 1024;
+  const it = source[Symbol.asyncIterator]();
+  let kept: Uint8Array[] = [];
+  let keptBytes = 0;
+  let replayable = true;
+  let eof = false;
+  const deadline = opts.timeoutMs !== undefined && opts.timeoutMs > 0 ? Date.now() + opts.timeoutMs : undefined;
+  const retryable = opts.retryable ?? isRetryableAppendError;
+  for (let attempt = 0; ; attempt++) {
+    const a = client.append(journal, { signal: opts.signal });
+    try {
+      for (const k of kept) await a.write(k);
+      while (!eof) {
+        let r: IteratorResult<Uint8Array>;
+        try {
+          r = await it.next();
+        } catch (err) {
+          throw new AppendSourceError((err as Error).message, { cause: err });
+        }
+        if (r.done) {
+          eof = true;
+          break;
+        }
+        if (replayable) {
+          kept.push(r.value);
+          keptBytes += r.value.length;
+          if (keptBytes > limit) {
+            replayable = false;
+            kept = [];
+          }
+        }
+        await a.write(r.value);
+        opts.onWrite?.(r.value.length);
+      }
+      return await a.commit();
+    } catch (err) {
+      a.abort();
+      if (err instanceof AppendSourceError || !replayable || !retryable(err) || appendMayHaveCommitted(err, a.commitSent)) throw err;
+      const ms = (opts.delay ?? backoff)(attempt);
+      if (deadline !== undefined && Date.now() + ms >= deadline) throw err;
+      opts.onRetry?.({ journal, attempt, delayMs: ms, error: err, waitingFor: describeAppendWait(err) });
+      await sleep(ms, opts.signal);
+    }
   }
 }

@@ -84,7 +84,7 @@ export function keyOfRecord(record: Buffer, framing: 'lines' | 'fixed', base64: 
   if (!base64) return key;
   const text = key.toString('latin1');
   if (!/^[A-Za-z0-9+/]*={0,2}$/.test(text) || text.length % 4 !== 0) {
-    throw new GazctlError(`--base64: partition key ${JSON.stringify(text.slice(0, 64))} is not padded standard base64`);
+    throw new GazctlError(`partition key ${JSON.stringify(text.slice(0, 64))} is not padded standard base64`);
   }
   return Buffer.from(text, 'base64');
 }
