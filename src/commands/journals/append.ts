@@ -131,8 +131,7 @@ export default class JournalsAppend extends GazctlCommand {
       try {
         for await (const chunk of readingInput(records, flags.input)) {
           if (!keyed && framing === 'lines' && set.size === 1) {
-            const run = splitter.pushBulk(chunk);
-            if (run) service.push(set.names[0]!, run);
+            for (const run of splitter.pushBulkParts(chunk)) service.push(set.names[0]!, run);
           } else {
             for (const rec of splitter.push(chunk)) {
               if (keyed && key === undefined) {

@@ -36,9 +36,9 @@ export interface AppendRetryInfo {
 }
 
 export interface AppendServiceOptions {
-  /** Largest batch appended at once (default 8 MiB; a larger record goes alone). */
+  /** Largest batch appended at once (default 4 MiB; a larger record goes alone). */
   maxBatchBytes?: number;
-  /** Bytes queued before `backpressure()` waits (default 32 MiB). */
+  /** Bytes queued before `backpressure()` waits (default 16 MiB). */
   maxBufferedBytes?: number;
   onCommitted?: (journal: string, bytes: number) => void;
   /** Time budget of each batch, retries included (0 or absent: none). */
@@ -70,8 +70,8 @@ export class AppendService {
     private readonly client: AppendClient,
     private readonly opts: AppendServiceOptions = {},
   ) {
-    this.maxBatch = opts.maxBatchBytes ?? 8 * 1024 * 1024;
-    this.maxBuffered = opts.maxBufferedBytes ?? 32 * 1024 * 1024;
+    this.maxBatch = opts.maxBatchBytes ?? 4 * 1024 * 1024;
+    this.maxBuffered = opts.maxBufferedBytes ?? 16 * 1024 * 1024;
   }
 
   /** Queues one record (or a run of whole records) for `journal`. Never waits; see `backpressure`. */
@@ -158,7 +158,7 @@ export class AppendSourceError extends Error {}
 
 export interface AppendStreamOptions extends Omit<AppendServiceOptions, 'maxBatchBytes' | 'maxBufferedBytes' | 'onCommitted'> {
   /**
-   * Bytes of the stream kept so a failed append can be replayed (default 16 MiB). Past it, the
+   * Bytes of the stream kept so a failed append can be replayed (default 8 MiB). Past it, the
    * kept bytes are dropped and a failure is final: the stream cannot be read again.
    */
   replayBytes?: number;
@@ -178,7 +178,7 @@ export async function appendStream(
   source: AsyncIterable<Uint8Array>,
   opts: AppendStreamOptions = {},
 ): Promise<AppendResponse> {
-  const limit = opts.replayBytes ?? 16 * 1024 * 1024;
+  const limit = opts.replayBytes ?? 8 * 1024 * 1024;
   const it = source[Symbol.asyncIterator]();
   let kept: Uint8Array[] = [];
   let keptBytes = 0;

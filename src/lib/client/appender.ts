@@ -37,8 +37,8 @@ export interface AppendTransport {
   forgetRoute(journal: string): void;
 }
 
-/** Largest content message sent; bigger writes are split (brokers accept 4 MiB messages). */
-export const MAX_APPEND_MESSAGE = 1024 * 1024;
+/** Largest content message sent; bigger writes are split (brokers accept 4 MiB messages; small messages keep what grpc-js queues, up to 16 of them, small). */
+export const MAX_APPEND_MESSAGE = 256 * 1024;
 
 /**
  * One append. `write` streams content (waiting when the transport buffer is full), `commit`
