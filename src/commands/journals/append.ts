@@ -90,7 +90,7 @@ export default class JournalsAppend extends GazctlCommand {
         /* the listing stays as last seen */
       });
 
-      const input = flags.input === '-' ? process.stdin : createReadStream(flags.input, { highWaterMark: 1 << 20 });
+      const input = flags.input === '-' ? process.stdin : createReadStream(flags.input, { highWaterMark: 1 << 18 });
       // A failure of the input itself (missing file, EISDIR, …) surfaces from the loops below,
       // which read it; each names the input the same way.
       const records = input as AsyncIterable<Buffer>;

@@ -36,9 +36,9 @@ export interface AppendRetryInfo {
 }
 
 export interface AppendServiceOptions {
-  /** Largest batch appended at once (default 4 MiB; a larger record goes alone). */
+  /** Largest batch appended at once (default 1 MiB; a larger record goes alone). */
   maxBatchBytes?: number;
-  /** Bytes queued before `backpressure()` waits (default 16 MiB). */
+  /** Bytes queued before `backpressure()` waits (default 4 MiB). */
   maxBufferedBytes?: number;
   onCommitted?: (journal: string, bytes: number) => void;
   /** Time budget of each batch, retries included (0 or absent: none). */
@@ -70,8 +70,8 @@ export class AppendService {
     private readonly client: AppendClient,
     private readonly opts: AppendServiceOptions = {},
   ) {
-    this.maxBatch = opts.maxBatchBytes ?? 4 * 1024 * 1024;
-    this.maxBuffered = opts.maxBufferedBytes ?? 16 * 1024 * 1024;
+    this.maxBatch = opts.maxBatchBytes ?? 1024 * 1024;
+    this.maxBuffered = opts.maxBufferedBytes ?? 4 * 1024 * 1024;
   }
 
   /** Queues one record (or a run of whole records) for `journal`. Never waits; see `backpressure`. */
