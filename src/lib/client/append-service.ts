@@ -1,17 +1,17 @@
 // The append service: per-journal append queues with their retry policy, plus `appendStream`
 // for one atomic append of a stream.
 //
-// Records for a journal are appended in input order; records that queue up while an append is
-// in flight are batched into the next append (each batch commits atomically, cut at
-// `maxBatchBytes`). A batch is retried while its failure is retryable and the broker cannot have
-// committed it (see appendMayHaveCommitted in appender.ts): so every record commits exactly once,
-// or its journal fails. A journal's failure fails its queue and is reported by flush().
-// Buffered bytes are bounded so a fast producer waits on `backpressure()`.
+// Records for a journal are appended in input order, one append at a time per journal. An append
+// streams queued records as they come, and commits once it holds `maxBatchBytes` or no record
+// arrived for `lingerMs` (each append commits atomically). It keeps what it sent until the commit,
+// so a failure after which the broker cannot have committed it (see appendMayHaveCommitted in
+// appender.ts) is retried by replaying it: every record commits exactly once, or its journal
+// fails. A journal's failure fails its queue and is reported by flush(). Buffered bytes (queued
+// plus kept for replay) are bounded so a fast producer waits on `backpressure()`.
 import { EventEmitter, once } from 'node:events';
 import type { AppendResponse } from '../protocol/gen/broker/protocol.js';
 import {
   appendMayHaveCommitted,
-  appendOnce,
   describeAppendWait,
   isRetryableAppendError,
   isRetryableQueuedAppendError,
@@ -36,10 +36,12 @@ export interface AppendRetryInfo {
 }
 
 export interface AppendServiceOptions {
-  /** Largest batch appended at once (default 1 MiB; a larger record goes alone). */
+  /** Largest append (default 3 MiB; a larger record goes alone). */
   maxBatchBytes?: number;
-  /** Bytes queued before `backpressure()` waits (default 4 MiB). */
+  /** Bytes buffered (queued, or sent and not yet committed) before `backpressure()` waits (default 4 MiB). */
   maxBufferedBytes?: number;
+  /** How long an append waits for more records before it commits (default 5 ms). */
+  lingerMs?: number;
   onCommitted?: (journal: string, bytes: number) => void;
   /** Time budget of each batch, retries included (0 or absent: none). */
   timeoutMs?: number;
@@ -65,13 +67,17 @@ export class AppendService {
   private events = new EventEmitter();
   private readonly maxBatch: number;
   private readonly maxBuffered: number;
+  private readonly lingerMs: number;
+  /** Set by flush(): no more records are coming, so appends commit without lingering. */
+  private flushing = false;
 
   constructor(
     private readonly client: AppendClient,
     private readonly opts: AppendServiceOptions = {},
   ) {
-    this.maxBatch = opts.maxBatchBytes ?? 1024 * 1024;
+    this.maxBatch = opts.maxBatchBytes ?? 3 * 1024 * 1024;
     this.maxBuffered = opts.maxBufferedBytes ?? 4 * 1024 * 1024;
+    this.lingerMs = opts.lingerMs ?? 5;
   }
 
   /** Queues one record (or a run of whole records) for `journal`. Never waits; see `backpressure`. */
@@ -82,10 +88,12 @@ export class AppendService {
       this.queues.set(journal, q);
     }
     if (q.error) throw q.error;
+    this.flushing = false;
     q.chunks.push(data);
     q.bytes += data.length;
     this.buffered += data.length;
     if (!q.running) this.start(journal, q);
+    else this.events.emit(`more:${journal}`);
   }
 
   /** Resolves once buffered bytes are under the limit; throws a journal's failure. */
@@ -100,37 +108,86 @@ export class AppendService {
     return undefined;
   }
 
-  private appendBatch(journal: string, chunks: Buffer[]): Promise<AppendResponse> {
-    const o = this.opts;
-    return appendOnce(this.client, journal, chunks, {
-      signal: o.signal,
-      timeoutMs: o.timeoutMs,
-      delay: o.delay,
-      retryable: o.retryable ?? isRetryableQueuedAppendError,
-      onRetry: (error, attempt, delayMs) => o.onRetry?.({ journal, attempt, delayMs, error, waitingFor: describeAppendWait(error) }),
+  /** Resolves true when a record for `journal` is queued within the linger time. */
+  private waitForMore(journal: string, q: Queue): Promise<boolean> {
+    // Don't linger when no record can come: input ended, or the producer waits on us.
+    if (q.chunks.length > 0) return Promise.resolve(true);
+    if (this.flushing || this.buffered > this.maxBuffered || this.lingerMs <= 0) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const ev = `more:${journal}`;
+      const done = (more: boolean) => {
+        clearTimeout(timer);
+        this.events.off(ev, onMore);
+        this.events.off('flushing', onFlush);
+        resolve(more);
+      };
+      const onMore = () => done(true);
+      const onFlush = () => done(q.chunks.length > 0);
+      const timer = setTimeout(() => done(q.chunks.length > 0), this.lingerMs);
+      this.events.on(ev, onMore);
+      this.events.on('flushing', onFlush);
     });
+  }
+
+  /**
+   * One append of the records queued for `journal`: streams them as they arrive, commits at
+   * `maxBatch` bytes or when none arrived for the linger time, and retries (replaying what it
+   * sent) while the broker cannot have committed it. `taken.bytes` counts the records it took.
+   */
+  private async appendBatch(journal: string, q: Queue, taken: { bytes: number }): Promise<void> {
+    const o = this.opts;
+    const retryable = o.retryable ?? isRetryableQueuedAppendError;
+    const deadline = o.timeoutMs !== undefined && o.timeoutMs > 0 ? Date.now() + o.timeoutMs : undefined;
+    const kept: Buffer[] = [];
+    let bytes = 0;
+    /** Moves queued records into the batch (whole records, up to maxBatch; at least one). */
+    const take = (): boolean => {
+      let took = false;
+      while (q.chunks.length > 0 && (kept.length === 0 || bytes + q.chunks[0]!.length <= this.maxBatch)) {
+        const c = q.chunks.shift()!;
+        q.bytes -= c.length;
+        kept.push(c);
+        bytes += c.length;
+        taken.bytes = bytes;
+        took = true;
+      }
+      return took;
+    };
+    for (let attempt = 0; ; attempt++) {
+      const a = this.client.append(journal, { signal: o.signal });
+      try {
+        let sent = 0;
+        for (;;) {
+          while (sent < kept.length) await a.write(kept[sent++]!);
+          if (take()) continue;
+          if (bytes >= this.maxBatch || q.chunks.length > 0) break; // full: the next record starts the next append
+          if (!(await this.waitForMore(journal, q))) break;
+        }
+        await a.commit();
+        return;
+      } catch (err) {
+        a.abort();
+        if (!retryable(err) || appendMayHaveCommitted(err, a.commitSent)) throw err;
+        const ms = (o.delay ?? backoff)(attempt);
+        if (deadline !== undefined && Date.now() + ms >= deadline) throw err;
+        o.onRetry?.({ journal, attempt, delayMs: ms, error: err, waitingFor: describeAppendWait(err) });
+        await sleep(ms, o.signal);
+      }
+    }
   }
 
   private start(journal: string, q: Queue): void {
     q.running = true;
     const p = (async () => {
       while (q.chunks.length > 0 && !q.error) {
-        // Take whole records up to the batch limit (always at least one).
-        let take = 0;
-        let bytes = 0;
-        while (take < q.chunks.length && (take === 0 || bytes + q.chunks[take]!.length <= this.maxBatch)) {
-          bytes += q.chunks[take]!.length;
-          take++;
-        }
-        const batch = q.chunks.splice(0, take);
-        q.bytes -= bytes;
+        const taken = { bytes: 0 };
         try {
-          await this.appendBatch(journal, batch);
-          this.opts.onCommitted?.(journal, bytes);
+          await this.appendBatch(journal, q, taken);
+          this.opts.onCommitted?.(journal, taken.bytes);
         } catch (err) {
           q.error = err as Error;
         }
-        this.buffered -= bytes;
+        this.buffered -= taken.bytes;
         this.events.emit('drained');
       }
       if (q.error) {
@@ -147,6 +204,8 @@ export class AppendService {
 
   /** Waits for every queued record to commit; throws the first failure. */
   async flush(): Promise<void> {
+    this.flushing = true;
+    this.events.emit('flushing');
     while (this.inflight.size > 0) await Promise.all([...this.inflight]);
     const err = this.firstError();
     if (err) throw err;

@@ -177,3 +177,26 @@ test('appendStream replays what it kept after a refusal, and gives up once past 
     await stub.stop();
   }
 });
+
+test('the append service keeps records in order, cuts appends at the batch limit, and commits each record once', async () => {
+  const appends: string[] = [];
+  const stub = await startJournalStub({
+    append: appendHandler((_i, content, ok, cb) => {
+      assert.ok(ok);
+      appends.push(content.toString());
+      cb(null, appendOk('a/j', 0n, BigInt(content.length)));
+    }),
+  });
+  const client = new JournalClient({ address: stub.address });
+  const svc = new AppendService(client, { maxBatchBytes: 8, lingerMs: 20 });
+  try {
+    for (const r of ['aa\n', 'bb\n', 'cc\n', 'dd\n', 'eeeeeeeeee\n']) svc.push('a/j', Buffer.from(r));
+    await svc.flush();
+    assert.equal(appends.join(''), 'aa\nbb\ncc\ndd\neeeeeeeeee\n');
+    assert.ok(appends.every((a) => a.length <= 8 || !a.slice(0, -1).includes('\n')), `appends ${JSON.stringify(appends)}`);
+    assert.ok(appends.length >= 3, 'cut at the batch limit');
+  } finally {
+    client.close();
+    await stub.stop();
+  }
+});
