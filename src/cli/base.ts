@@ -5,6 +5,7 @@ import { Command } from '@oclif/core';
 import { BrokerStatusError, TransportError } from '../lib/protocol/errors.js';
 import { Status } from '../lib/protocol/gen/broker/protocol.js';
 import { findIniFile, loadIni } from '../lib/config/ini.js';
+import { JournalClient } from '../lib/client/journal-client.js';
 import { Logger, LOG_FORMATS, LOG_LEVELS } from './log.js';
 import { EXIT, UsageError, exitCodeFor } from './exit.js';
 import {
@@ -129,6 +130,18 @@ export abstract class GazctlCommand extends Command {
   }
 
   /** Every failure becomes one line on stderr and exit code 1 or 2 (src/cli/exit.ts). */
+  /**
+   * A JournalClient for the resolved broker options, with --timeout as its default time budget.
+   * Like upstream, RPCs that wait for a service retry quietly; --log.level=debug shows them.
+   */
+  protected journalClient(svc: ServiceOptions = this.serviceOptions('broker')): JournalClient {
+    return new JournalClient(svc, {
+      timeoutMs: svc.timeoutMs,
+      onRetry: ({ op, attempt, delayMs, error }) =>
+        this.log_.debug(`${op} failed (will retry)`, { attempt, delayMs, err: (error as Error)?.message ?? String(error) }),
+    });
+  }
+
   protected override async catch(err: Error & { oclif?: { exit?: number } }): Promise<void> {
     if (err.oclif?.exit === 0) return; // --help, --version
     // oclif spreads a parse error over lines ("Parsing --x", "<reason>", "See more help ...").

@@ -6,7 +6,7 @@ import { ValidationError } from '../lib/protocol/errors.js';
 import { ApplyError } from '../lib/client/apply.js';
 import { journalPlanSubject, planJournalChanges, planSelector, type ApplyPlan } from '../lib/client/plan.js';
 import { checkMaxTxnSize, explainApplyFailure, renderApplied, renderNothingToApply } from './apply.js';
-import type { CliJournalClient } from './clients.js';
+import type { JournalClient } from '../lib/client/journal-client.js';
 
 /** Decodes, validates and flattens a journal hierarchy; any problem is one ValidationError. */
 export function journalChangesFromYaml(text: string, source: string): ApplyRequest_Change[] {
@@ -35,7 +35,7 @@ export async function planJournalApply(
 
 /** Plans and applies journal changes; returns a one-line summary for stderr. */
 export async function applyJournalChanges(
-  client: Pick<CliJournalClient, 'list' | 'apply'>,
+  client: Pick<JournalClient, 'list' | 'apply'>,
   changes: ApplyRequest_Change[],
   maxTxnSize: number,
   progress?: (done: number, total: number) => void,

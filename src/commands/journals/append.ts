@@ -2,12 +2,13 @@ import { createReadStream } from 'node:fs';
 import { GazctlCommand, journalsBaseFlags, UsageError } from '../../cli/base.js';
 import { selector } from '../../cli/flags.js';
 import { booleanOption, choiceOption, oclifFlags, options, stringOption } from '../../cli/options.js';
-import { openJournalClient } from '../../cli/clients.js';
 import { inputError } from '../../cli/input.js';
 import { GazctlError } from '../../lib/protocol/errors.js';
+import { JournalClient } from '../../lib/client/journal-client.js';
+import type { JournalWatch } from '../../lib/client/watch.js';
 import { RecordSplitter, keyOfRecord } from '../../lib/message/framing.js';
 import { JournalSet, type Mapping } from '../../lib/message/mapping.js';
-import { AppendService } from '../../lib/client/append-service.js';
+import { AppendService, AppendSourceError, appendStream, type AppendRetryInfo } from '../../lib/client/append-service.js';
 import { type ListResponse } from '../../lib/protocol/gen/broker/protocol.js';
 
 const FRAMINGS = ['none', 'lines', 'fixed'] as const;
@@ -43,17 +44,30 @@ export default class JournalsAppend extends GazctlCommand {
     if (framing === 'none' && mapping !== 'random') throw new UsageError('--framing none appends the whole input to one journal: use it with --mapping random');
     if (flags.base64 && (framing !== 'lines' || mapping === 'random')) throw new UsageError('--base64 requires --framing lines and a --mapping other than random');
 
-    const client = openJournalClient({ ...this.serviceOptions('broker'), log: this.log_ });
-    const ac = new AbortController();
-    const watch = client.watch(selector, { signal: ac.signal })[Symbol.asyncIterator]();
+    const svc = this.serviceOptions('broker');
+    const client = this.journalClient(svc);
+    const watch = client.watchJournals(selector);
     let watchdog: NodeJS.Timeout | undefined;
+    // A retried append says once per journal and outage what it waits for.
+    const waiting = new Set<string>();
+    const onRetry = (i: AppendRetryInfo) => {
+      const fields = { journal: i.journal, attempt: i.attempt + 1, delayMs: i.delayMs, err: (i.error as Error)?.message ?? String(i.error) };
+      if (waiting.has(i.journal)) return this.log_.debug('append failed; retrying', fields);
+      waiting.add(i.journal);
+      this.log_.warn(`append to ${i.journal} is waiting for ${i.waitingFor}`, fields);
+    };
+    const onCommit = (journal: string) => {
+      if (waiting.delete(journal)) this.log_.warn(`append to ${journal} resumed`);
+    };
     try {
-      const first = await watch.next();
-      if (first.done) throw new GazctlError('cannot resolve the selector to journals: the listing ended');
-      let set = journalSet(first.value);
-      let snapshot = first.value;
+      let first;
+      try {
+        first = await watch.ready();
+      } catch (err) {
+        throw new GazctlError(`cannot resolve the selector to journals: ${(err as Error).message}`, { cause: err });
+      }
+      let set = journalSet(first);
       let lastProgress = Date.now();
-      const svc = this.serviceOptions('broker');
       const stallMs = svc.timeoutMs > 0 ? svc.timeoutMs : 30_000;
       // An append can wait on the broker indefinitely (e.g. while its fragment store is
       // unhealthy). Say so, once, with the store's health, instead of hanging silently.
@@ -61,51 +75,47 @@ export default class JournalsAppend extends GazctlCommand {
       watchdog = setInterval(() => {
         if (warned || Date.now() - lastProgress < stallMs) return;
         warned = true;
-        void this.explainStall(client, snapshot, Math.round((Date.now() - lastProgress) / 1000));
+        void this.explainStall(client, watch, Math.round((Date.now() - lastProgress) / 1000));
       }, 1000);
       watchdog.unref();
       // Keep the journal set current while we append.
-      void (async () => {
-        try {
-          for (;;) {
-            const r = await watch.next();
-            if (r.done) return;
-            set = journalSet(r.value);
-            snapshot = r.value;
-          }
-        } catch {
-          /* the watch ends with the command */
-        }
-      })();
+      watch.on('change', () => {
+        if (watch.snapshot) set = journalSet(watch.snapshot);
+      });
+      watch.done.catch(() => {
+        /* the listing stays as last seen */
+      });
 
-      const input = flags.input === '-' ? process.stdin : createReadStream(flags.input, { highWaterMark: 1 << 20 });
+      const input = flags.input === '-' ? process.stdin : createReadStream(flags.input, { highWaterMark: 1 << 18 });
       // A failure of the input itself (missing file, EISDIR, …) surfaces from the loops below,
       // which read it; each names the input the same way.
       const records = input as AsyncIterable<Buffer>;
 
       if (framing === 'none') {
         const journal = set.pick('random', undefined);
-        const appender = client.append(journal);
+        let resp;
         try {
-          for await (const chunk of readingInput(records, flags.input)) {
-            await appender.write(chunk);
-            lastProgress = Date.now();
-          }
+          resp = await appendStream(client, journal, readingInput(records, flags.input), {
+            timeoutMs: svc.timeoutMs,
+            onRetry,
+            onWrite: () => (lastProgress = Date.now()),
+          });
         } catch (err) {
-          appender.abort();
-          throw err;
+          // The input's own failures are already worded by readingInput.
+          throw err instanceof AppendSourceError ? err.cause : err;
         }
-        const resp = await appender.commit();
+        onCommit(journal);
         lastProgress = Date.now();
         this.log_.debug('appended', { journal, begin: resp.commit?.begin, end: resp.commit?.end });
         return;
       }
 
       let committed = 0;
-      const service = new AppendService(async (journal, chunks) => {
-        await client.appendBuffers(journal, chunks);
-      }, {
-        onCommitted: (_j, n) => {
+      const service = new AppendService(client, {
+        timeoutMs: svc.timeoutMs,
+        onRetry,
+        onCommitted: (j, n) => {
+          onCommit(j);
           committed += n;
           lastProgress = Date.now();
         },
@@ -117,12 +127,15 @@ export default class JournalsAppend extends GazctlCommand {
       try {
         for await (const chunk of readingInput(records, flags.input)) {
           if (!keyed && framing === 'lines' && set.size === 1) {
-            const run = splitter.pushBulk(chunk);
-            if (run) service.push(set.names[0]!, run);
+            for (const run of splitter.pushBulkParts(chunk)) service.push(set.names[0]!, run);
           } else {
             for (const rec of splitter.push(chunk)) {
               if (keyed && key === undefined) {
-                key = keyOfRecord(rec, framing, Boolean(flags.base64));
+                try {
+                  key = keyOfRecord(rec, framing, Boolean(flags.base64));
+                } catch (err) {
+                  throw flags.base64 ? new GazctlError(`--base64: ${(err as Error).message}`) : err;
+                }
                 continue;
               }
               const journal = set.pick(mapping, key);
@@ -146,17 +159,18 @@ export default class JournalsAppend extends GazctlCommand {
       }
     } finally {
       clearInterval(watchdog);
-      ac.abort();
+      watch.close();
       client.close();
     }
   }
 
-  private async explainStall(client: ReturnType<typeof openJournalClient>, snapshot: ListResponse, seconds: number): Promise<void> {
+  private async explainStall(client: JournalClient, watch: JournalWatch, seconds: number): Promise<void> {
+    const snapshot: ListResponse = watch.snapshot ?? { status: 0, header: undefined, journals: [] };
     const stores = [...new Set(snapshot.journals.map((j) => j.spec?.fragment?.stores[0]).filter((s): s is string => Boolean(s)))];
     const problems: string[] = [];
     for (const store of stores.slice(0, 5)) {
       try {
-        const r = await client.lib.fragmentStoreHealth(store, undefined, { timeoutMs: 5000 });
+        const r = await client.fragmentStoreHealth(store, undefined, { timeoutMs: 5000 });
         if (r.store_health_error) problems.push(`fragment store ${store} is unhealthy: ${r.store_health_error}`);
       } catch (err) {
         problems.push(`fragment store ${store}: ${(err as Error).message}`);

@@ -1,7 +1,6 @@
 import { GazctlCommand, journalsBaseFlags } from '../../cli/base.js';
 import { dryRun, maxTxnSize } from '../../cli/flags.js';
 import { oclifFlags, options, stringOption } from '../../cli/options.js';
-import { openJournalClient } from '../../cli/clients.js';
 import { readInput } from '../../cli/input.js';
 import { renderPlan } from '../../cli/apply.js';
 import { applyJournalChanges, journalChangesFromYaml, planJournalApply } from '../../cli/journal-specs.js';
@@ -33,7 +32,8 @@ etcd limits a transaction to 128 operations by default. For larger hierarchies p
     const maxTxnSize = flags['max-txn-size'];
     const text = await readInput(flags.specs);
     const changes = journalChangesFromYaml(text, flags.specs === '-' ? 'stdin' : flags.specs);
-    const client = openJournalClient({ ...this.serviceOptions('broker'), log: this.log_ });
+    const svc = this.serviceOptions('broker');
+    const client = this.journalClient(svc);
     try {
       if (flags['dry-run']) {
         const plan = await planJournalApply(changes, (sel) => client.list(sel));

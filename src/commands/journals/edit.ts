@@ -1,7 +1,6 @@
 import { GazctlCommand, journalsBaseFlags } from '../../cli/base.js';
 import { maxTxnSize, selector } from '../../cli/flags.js';
 import { oclifFlags, options } from '../../cli/options.js';
-import { openJournalClient } from '../../cli/clients.js';
 import { editLoop } from '../../cli/editor.js';
 import { applyJournalChanges, journalChangesFromYaml } from '../../cli/journal-specs.js';
 import { encodeJournalTree, journalTreeFromListing } from '../../lib/journalspace/journalspace.js';
@@ -29,7 +28,8 @@ Revisions in the YAML make the apply fail, rather than overwrite, when someone e
 
   async run(): Promise<void> {
     const { selector, 'max-txn-size': maxTxnSize } = await this.resolve(OPTIONS);
-    const client = openJournalClient({ ...this.serviceOptions('broker'), log: this.log_ });
+    const svc = this.serviceOptions('broker');
+    const client = this.journalClient(svc);
     try {
       const listing = await client.list(selector);
       if (listing.journals.length === 0) {

@@ -1,6 +1,5 @@
 import { GazctlCommand, journalsBaseFlags } from '../../cli/base.js';
 import { selector } from '../../cli/flags.js';
-import { openJournalClient } from '../../cli/clients.js';
 import { formatOption, humanizeBytes, humanizeTime, renderTable } from '../../cli/render.js';
 import { durationOption, intOption, oclifFlags, options } from '../../cli/options.js';
 import { sumToHex } from '../../lib/protocol/fragment.js';
@@ -33,7 +32,8 @@ export default class JournalsFragments extends GazctlCommand {
     const flags = await this.resolve(OPTIONS);
     const { selector } = flags;
     const ttl = flags['url-ttl'];
-    const client = openJournalClient({ ...this.serviceOptions('broker'), log: this.log_ });
+    const svc = this.serviceOptions('broker');
+    const client = this.journalClient(svc);
     try {
       const listing = await client.list(selector);
       const journals = listing.journals.filter((j) => j.spec?.suspend?.level !== JournalSpec_Suspend_Level.FULL).map((j) => j.spec!.name);

@@ -2,7 +2,6 @@ import { GazctlCommand, journalsBaseFlags } from '../../cli/base.js';
 import { selector } from '../../cli/flags.js';
 import { formatOption, renderTable } from '../../cli/render.js';
 import { booleanOption, listOption, oclifFlags, options, type OptionValues } from '../../cli/options.js';
-import { openJournalClient } from '../../cli/clients.js';
 import { journalListResponseToJson } from '../../lib/protocol/protojson.js';
 import { encodeJournalTree, journalTreeFromListing } from '../../lib/journalspace/journalspace.js';
 import { labelValues } from '../../lib/protocol/labels.js';
@@ -38,7 +37,8 @@ With --watch the listing is printed again after every change, until interrupted.
   async run(): Promise<void> {
     const flags = await this.resolve(OPTIONS);
     const { selector } = flags;
-    const client = openJournalClient({ ...this.serviceOptions('broker'), log: this.log_ });
+    const svc = this.serviceOptions('broker');
+    const client = this.journalClient(svc);
     try {
       if (!flags.watch) {
         const resp = await client.list(selector);
@@ -50,7 +50,7 @@ With --watch the listing is printed again after every change, until interrupted.
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
       try {
-        for await (const snapshot of client.watch(selector, { signal: ac.signal })) {
+        for await (const snapshot of client.watchJournals(selector, { signal: ac.signal })) {
           const text = this.render(snapshot, flags);
           // Watch output is one document per snapshot; JSON documents are newline-delimited.
           process.stdout.write(flags.format === 'json' ? text + '\n' : text);

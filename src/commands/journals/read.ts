@@ -2,7 +2,6 @@ import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { GazctlCommand, journalsBaseFlags } from '../../cli/base.js';
 import { selector } from '../../cli/flags.js';
 import { booleanOption, intOption, oclifFlags, optionalStringOption, options, stringOption } from '../../cli/options.js';
-import { openJournalClient } from '../../cli/clients.js';
 import { Mutex, Output } from '../../cli/output.js';
 import { GazctlError } from '../../lib/protocol/errors.js';
 import { JournalSpec_Suspend_Level } from '../../lib/protocol/gen/broker/protocol.js';
@@ -72,7 +71,10 @@ Offsets: --offsets loads a JSON object {"journal": offset} of where to start; --
       process.stderr.isTTY && flags.output !== '-'
         ? setInterval(() => process.stderr.write(`\rread ${(bytesRead / 1048576).toFixed(1)} MiB`), 500)
         : undefined;
-    const client = openJournalClient({ ...svc, log: this.log_ });
+    const client = this.journalClient(svc);
+    // A read retried during an outage (e.g. while its journal fails over to a new primary) says
+    // once what it waits for, then stays quiet until it reads again.
+    const waiting = new Set<string>();
     const ac = new AbortController();
     const onSignal = () => ac.abort();
     process.once('SIGINT', onSignal);
@@ -94,7 +96,16 @@ Offsets: --offsets loads a JSON object {"journal": offset} of where to start; --
       this.log_.info('read started', { journal, offset: start });
       const reader = client.read(
         { journal, offset: start, block: flags.block, begin_mod_time: BigInt(flags.from) },
-        { signal, fileRoot: flags['file-root'] },
+        {
+          signal,
+          fileRoot: flags['file-root'],
+          onRetry: ({ journal: j, attempt, delayMs, error }) => {
+            const fields = { journal: j, attempt, delayMs, err: (error as Error)?.message ?? String(error) };
+            if (waiting.has(j)) return this.log_.debug('read failure (will retry)', fields);
+            waiting.add(j);
+            this.log_.warn(`read failure (will retry): reading ${j} is waiting for a broker to serve it`, fields);
+          },
+        },
       );
       const done = (async () => {
         let release: (() => void) | undefined;
@@ -109,6 +120,7 @@ Offsets: --offsets loads a JSON object {"journal": offset} of where to start; --
               fragmentEnd = chunk.offset + BigInt(chunk.content.length);
             }
             if (chunk.content.length > 0) {
+              waiting.delete(journal);
               await out.write(chunk.content);
               bytesRead += chunk.content.length;
             }
@@ -136,7 +148,7 @@ Offsets: --offsets loads a JSON object {"journal": offset} of where to start; --
 
     const watching = (async () => {
       try {
-        for await (const snapshot of client.watch(selector, { signal: ac.signal })) {
+        for await (const snapshot of client.watchJournals(selector, { signal: ac.signal })) {
           const names = new Set<string>();
           for (const j of snapshot.journals) {
             if (j.spec?.suspend?.level === JournalSpec_Suspend_Level.FULL) continue;

@@ -1,6 +1,5 @@
 import { GazctlCommand, journalsBaseFlags } from '../../cli/base.js';
 import { dryRun, selector } from '../../cli/flags.js';
-import { openJournalClient } from '../../cli/clients.js';
 import { confirmDestructive } from '../../cli/confirm.js';
 import { formatOption, renderTable } from '../../cli/render.js';
 import { booleanOption, oclifFlags, options } from '../../cli/options.js';
@@ -53,7 +52,7 @@ Exit status 1 when a journal could not be reset (raced and skipped journals are 
   async run(): Promise<void> {
     const flags = await this.resolve(OPTIONS);
     const json = flags.format === 'json';
-    const client = openJournalClient({ ...this.serviceOptions('broker'), log: this.log_ });
+    const client = this.journalClient();
     try {
       const listing = await client.list(flags.selector);
       if (listing.journals.length === 0) throw new GazctlError(`no journals match selector ${JSON.stringify(formatLabelSelector(flags.selector))}`);
@@ -90,7 +89,7 @@ Exit status 1 when a journal could not be reset (raced and skipped journals are 
       await mapLimit(todo, PARALLEL, async (row) => {
         const keep = row.suspend === JournalSpec_Suspend_Level.PARTIAL;
         try {
-          const out = await resetHeadAt(client.lib, row.journal, row.head, { keepSuspension: keep });
+          const out = await resetHeadAt(client, row.journal, row.head, { keepSuspension: keep });
           switch (out.kind) {
             case 'reset':
               row.result = `write head at ${out.head}`;

@@ -1,6 +1,5 @@
 import { Args } from '@oclif/core';
 import { GazctlCommand, journalsBaseFlags, UsageError } from '../../cli/base.js';
-import { openJournalClient } from '../../cli/clients.js';
 import { oclifFlags, optionalStringOption, options } from '../../cli/options.js';
 import { GazctlError } from '../../lib/protocol/errors.js';
 import { checkStoreURL } from '../../lib/protocol/validate/store-url.js';
@@ -43,10 +42,9 @@ Prints "Fragment store <url> is healthy" and exits 0, or prints the reason on st
       const bad = checkDeletePrefix(prefix);
       if (bad) throw new UsageError(`--check-delete-prefix ${JSON.stringify(prefix)}: ${bad}`);
     }
-    const svc = this.serviceOptions('broker');
-    const client = openJournalClient({ ...svc, log: this.log_ });
+    const client = this.journalClient();
     try {
-      const res = await client.lib.fragmentStoreHealth(store, prefix, { timeoutMs: svc.timeoutMs > 0 ? svc.timeoutMs : undefined });
+      const res = await client.fragmentStoreHealth(store, prefix);
       if (res.status === Status.OK) {
         process.stdout.write(`Fragment store ${store} is healthy\n`);
         return;

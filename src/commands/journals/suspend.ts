@@ -1,6 +1,6 @@
+import type { JournalClient } from '../../lib/client/journal-client.js';
 import { GazctlCommand, journalsBaseFlags } from '../../cli/base.js';
 import { selector } from '../../cli/flags.js';
-import { openJournalClient } from '../../cli/clients.js';
 import { formatOption, renderTable } from '../../cli/render.js';
 import { booleanOption, oclifFlags, options } from '../../cli/options.js';
 import { GazctlError } from '../../lib/protocol/errors.js';
@@ -44,7 +44,7 @@ The outcome is printed per journal (level after the request). Exit status 1 when
 
   async run(): Promise<void> {
     const flags = await this.resolve(OPTIONS);
-    const client = openJournalClient({ ...this.serviceOptions('broker'), log: this.log_ });
+    const client = this.journalClient();
     try {
       const listing = await client.list(flags.selector);
       if (listing.journals.length === 0) throw new GazctlError(`no journals match selector ${JSON.stringify(formatLabelSelector(flags.selector))}`);
@@ -56,7 +56,7 @@ The outcome is printed per journal (level after the request). Exit status 1 when
           return;
         }
         try {
-          const out = await requestSuspend(client.lib, row.journal, { force: flags.force });
+          const out = await requestSuspend(client, row.journal, { force: flags.force });
           if (out.kind === 'ok' && out.revision > revision) revision = out.revision;
           row.result = out.kind;
           this.log_.info('journal suspension status', { journal: row.journal, status: out.kind === 'ok' ? 'OK' : 'SUSPENDED' });
@@ -111,7 +111,7 @@ The outcome is printed per journal (level after the request). Exit status 1 when
   }
 
   /** Lists `selector`, polling briefly until the answer is at least at `revision`. */
-  private async listAtLeast(client: ReturnType<typeof openJournalClient>, sel: Parameters<ReturnType<typeof openJournalClient>['list']>[0], revision: bigint): Promise<ListResponse> {
+  private async listAtLeast(client: JournalClient, sel: Parameters<JournalClient['list']>[0], revision: bigint): Promise<ListResponse> {
     let res = await client.list(sel);
     for (let i = 0; i < 50 && (res.header?.etcd?.revision ?? 0n) < revision; i++) {
       await sleep(100);

@@ -37,8 +37,8 @@ export interface AppendTransport {
   forgetRoute(journal: string): void;
 }
 
-/** Largest content message sent; bigger writes are split (brokers accept 4 MiB messages). */
-export const MAX_APPEND_MESSAGE = 1024 * 1024;
+/** Largest content message sent; bigger writes are split (brokers accept 4 MiB messages; small messages keep what grpc-js queues, up to 16 of them, small). */
+export const MAX_APPEND_MESSAGE = 256 * 1024;
 
 /**
  * One append. `write` streams content (waiting when the transport buffer is full), `commit`
@@ -54,6 +54,8 @@ export class Appender {
   private state: 'idle' | 'open' | 'committing' | 'done' = 'idle';
   /** Bytes written so far. */
   written = 0;
+  /** Whether the commit message was handed to the transport (only then can the broker commit). */
+  commitSent = false;
 
   constructor(
     private readonly transport: AppendTransport,
@@ -163,6 +165,7 @@ export class Appender {
     try {
       if (this.failure === undefined) {
         call.write(AppendRequest.create());
+        this.commitSent = true;
         call.end();
       }
       res = await this.response!;
@@ -227,9 +230,78 @@ export function isRetryableQueuedAppendError(err: unknown): boolean {
 }
 
 /**
- * Appends `data` (all chunks, atomically) to `journal`, retrying the whole append on gRPC
- * UNAVAILABLE, NOT_JOURNAL_PRIMARY_BROKER, NO_JOURNAL_PRIMARY_BROKER and
- * INSUFFICIENT_JOURNAL_BROKERS.
+ * Details of gRPC failures that prove the append never reached a broker able to commit it: our
+ * own connection was never established, or the broker we reached could not open its stream to
+ * the journal's primary (a Go broker proxying to a dead primary answers this way). These are the
+ * failures of a failover, while the route still names a primary that is gone.
+ */
+const NEVER_CONNECTED = /No connection established|ECONNREFUSED|connection refused|all SubConns are in TransientFailure|Error while dialing|Failed to connect|no address available/i;
+
+function grpcDetails(err: unknown): string {
+  for (let e: unknown = err; e; e = (e as { cause?: unknown }).cause) {
+    const d = (e as { details?: unknown }).details;
+    if (typeof d === 'string') return d;
+  }
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** True when `err` says the append could not reach a broker able to commit it (see NEVER_CONNECTED). */
+export function isUnreachablePrimary(err: unknown): boolean {
+  return isUnavailable(err) && NEVER_CONNECTED.test(grpcDetails(err));
+}
+
+/**
+ * Whether an append that failed with `err` may nonetheless have committed. This is the rule that
+ * keeps retries exactly-once:
+ *
+ * - A broker commits an append only after it received our commit message (an empty content
+ *   message). If that message was never handed to the transport (`commitSent` false), nothing can
+ *   have committed, whatever the failure.
+ * - A non-OK AppendResponse status is the broker's definite answer: it refused and rolled back.
+ * - A gRPC UNKNOWN status is a Go broker's append handler failing by itself (e.g. a client stream
+ *   under the minimum append rate): it returns errors only for appends it did not commit.
+ * - An UNAVAILABLE status whose details show no stream to a committing broker was ever opened
+ *   (connection refused, or the proxying broker could not dial the primary) did not commit.
+ * - Anything else after the commit message was sent is ambiguous: the broker may have committed
+ *   and the answer been lost (the connection dropped, the primary died after replicating, a
+ *   deadline fired). Those are never retried.
+ */
+export function appendMayHaveCommitted(err: unknown, commitSent: boolean): boolean {
+  if (!commitSent) return false;
+  if (err instanceof BrokerStatusError) return false;
+  const code = grpcCode(err);
+  if (code === GrpcStatus.UNKNOWN) return false;
+  if (isUnreachablePrimary(err)) return false;
+  return true;
+}
+
+/** What a retried append is waiting for, in words (for a warning). */
+export function describeAppendWait(err: unknown): string {
+  if (err instanceof BrokerStatusError) {
+    switch (err.status) {
+      case Status.NO_JOURNAL_PRIMARY_BROKER:
+        return 'the journal to be assigned a primary broker';
+      case Status.NOT_JOURNAL_PRIMARY_BROKER:
+        return 'the journal\'s route to settle on its new primary broker';
+      case Status.INSUFFICIENT_JOURNAL_BROKERS:
+        return 'enough brokers to replicate the journal';
+      case Status.NOT_JOURNAL_BROKER:
+        return 'the brokers to agree on the journal\'s route';
+      default:
+        return `the broker to accept the append (it answered ${Status[err.status] ?? err.status})`;
+    }
+  }
+  if (isUnreachablePrimary(err)) {
+    return 'the journal\'s primary broker to become reachable, or to be replaced once its etcd lease expires (failover)';
+  }
+  return 'the brokers to accept the append';
+}
+
+/**
+ * Appends `data` (all chunks, atomically) to `journal`, retrying the whole append while
+ * `retryable` accepts the failure (default: gRPC UNAVAILABLE, NOT_JOURNAL_PRIMARY_BROKER,
+ * NO_JOURNAL_PRIMARY_BROKER and INSUFFICIENT_JOURNAL_BROKERS) and the append cannot have
+ * committed ({@link appendMayHaveCommitted}).
  */
 export async function appendOnce(
   client: { append(journal: string, opts?: AppendOptions): Appender },
@@ -238,6 +310,8 @@ export async function appendOnce(
   opts: AppendOptions & Pick<RetryOptions, 'maxAttempts' | 'onRetry' | 'delay' | 'retryable'> & { timeoutMs?: number } = {},
 ): Promise<AppendResponse> {
   const { maxAttempts, onRetry, delay, timeoutMs, retryable, ...appendOpts } = opts;
+  const accept = retryable ?? isRetryableAppendError;
+  const sent = new WeakMap<object, boolean>();
   return retry(
     async () => {
       const a = client.append(journal, appendOpts);
@@ -246,16 +320,18 @@ export async function appendOnce(
         return await a.commit();
       } catch (err) {
         a.abort();
+        if (err && typeof err === 'object') sent.set(err, a.commitSent);
         throw err;
       }
     },
     {
       signal: opts.signal,
-      retryable: retryable ?? isRetryableAppendError,
+      retryable: (err, attempt) =>
+        accept(err, attempt) && !appendMayHaveCommitted(err, err && typeof err === 'object' ? (sent.get(err) ?? true) : true),
       maxAttempts,
       onRetry,
       delay,
-      deadline: timeoutMs !== undefined ? Date.now() + timeoutMs : undefined,
+      deadline: timeoutMs !== undefined && timeoutMs > 0 ? Date.now() + timeoutMs : undefined,
     },
   );
 }

@@ -2,7 +2,15 @@
 export { JournalClient, type JournalClientOptions, type ListFragmentsOptions } from './journal-client.js';
 export { ShardClient, type ShardClientOptions, UNASSIGN_TIMEOUT_MS } from './shard-client.js';
 export { Reader, type ReadChunk, type ReaderOptions, type RetryInfo, type ReadTransport } from './reader.js';
-export { Appender, appendOnce, isRetryableAppendError, MAX_APPEND_MESSAGE, type AppendOptions, type AppendTransport } from './appender.js';
+export {
+  Appender,
+  appendOnce,
+  appendMayHaveCommitted,
+  describeAppendWait,
+  isRetryableAppendError,
+  isRetryableQueuedAppendError,
+  isUnreachablePrimary,
+  MAX_APPEND_MESSAGE, type AppendOptions, type AppendTransport } from './appender.js';
 export { ConnectionPool, dialTarget, CHANNEL_OPTIONS, MAX_RECEIVE_MESSAGE, type ServiceConfig } from './dial.js';
 export { Capability, claimsFor, makeAuthorizer, parseAuthKeys, selectorClaimJson, signJwt, type Authorizer, type Claims } from './auth.js';
 export {
@@ -23,7 +31,9 @@ export {
 } from './retry.js';
 export { RouteCache, pickEndpoint, type DispatchOptions, type EndpointState } from './route-cache.js';
 export { openFragment, DirectReadError, DirectReadUnsupportedError, type OpenFragmentOptions, type OpenedFragment } from './fragment-fetch.js';
-export { retryCall, transportError, describeGrpcError, type CallOptions, type RetryHook } from './rpc.js';
+export { retryCall, transportError, describeGrpcError, type CallOptions, type RetryHook, type RetryPolicy } from './rpc.js';
+export { ServiceClient, mergeCallOptions, type CallDefaults, type Dispatch } from './call.js';
+export { JournalWatch, type WatchSource } from './watch.js';
 export { batchChanges, batchCount, ETCD_DEFAULT_MAX_TXN_OPS } from './batch.js';
 export {
   applyInBatches,

@@ -1,5 +1,6 @@
 // JournalClient: a routed, retrying client of the protocol.Journal service (its List, Apply, Read,
-// Append, ListFragments and FragmentStoreHealth RPCs). Wraps the generated grpc-js stub.
+// Append, ListFragments and FragmentStoreHealth RPCs). Wraps the generated grpc-js stub; every
+// RPC goes through the shared call path of ServiceClient (call.ts).
 import type { ClientReadableStream, ClientWritableStream, ServiceError } from '@grpc/grpc-js';
 import {
   JournalService,
@@ -24,10 +25,11 @@ import { nanosToDuration } from '../protocol/duration.js';
 import { BrokerStatusError, GazctlError, TransportError } from '../protocol/errors.js';
 import { Appender, type AppendOptions, type AppendTransport } from './appender.js';
 import { claimsFor } from './auth.js';
-import { ConnectionPool, type ServiceConfig } from './dial.js';
+import { ServiceClient, type CallDefaults } from './call.js';
+import type { ConnectionPool, ServiceConfig } from './dial.js';
 import { Reader, type ReaderOptions, type ReadTransport } from './reader.js';
 import { abortError, backoff, grpcCode, isTransientBrokerStatus, isTransientStreamCode, sleep } from './retry.js';
-import { pickEndpoint, RouteCache } from './route-cache.js';
+import { JournalWatch } from './watch.js';
 import {
   decodeReadResponse,
   encodeAppendMessage,
@@ -41,14 +43,12 @@ import {
 
 export type { CallOptions } from './rpc.js';
 
-export interface JournalClientOptions {
+export interface JournalClientOptions extends CallDefaults {
   /** Share connections with other clients. */
   pool?: ConnectionPool;
   /** Local directory rooting file:// fragment stores for direct reads. */
   fileRoot?: string;
-  /** Called before each retry sleep (for logging). */
-  onRetry?: RetryHook;
-  /** Overrides the backoff schedule (tests). */
+  /** Overrides the backoff schedule (tests); same as `retry.delay`. */
   delay?: (attempt: number) => number;
 }
 
@@ -66,52 +66,17 @@ export interface ListFragmentsOptions extends CallOptions {
 /** Attempts for RPCs that Go's gazctl makes fail-fast (ListFragments, FragmentStoreHealth). */
 const FAIL_FAST_ATTEMPTS = 5;
 
-export class JournalClient implements ReadTransport, AppendTransport {
-  readonly pool: ConnectionPool;
-  readonly routes: RouteCache | undefined;
+export class JournalClient extends ServiceClient implements ReadTransport, AppendTransport {
   readonly fileRoot: string | undefined;
-  private readonly ownsPool: boolean;
 
-  constructor(
-    readonly config: ServiceConfig,
-    private readonly opts: JournalClientOptions = {},
-  ) {
-    this.ownsPool = !opts.pool;
-    this.pool = opts.pool ?? new ConnectionPool(config);
-    this.routes = config.cacheSize && config.cacheSize > 0 ? new RouteCache(config.cacheSize, config.cacheTTLms ?? 60_000) : undefined;
-    this.fileRoot = opts.fileRoot;
-  }
-
-  /** The configured broker address. */
-  get address(): string {
-    return this.config.address;
-  }
-
-  /** Closes the connections (when this client created its pool). */
-  close(): void {
-    if (this.ownsPool) this.pool.close();
-  }
-
-  // ---- routing ------------------------------------------------------------------------------
-
-  /** @internal Endpoint for an RPC about `journal`, or undefined for the service address. */
-  endpointFor(journal: string, primary: boolean): string | undefined {
-    if (!this.routes) return undefined;
-    return pickEndpoint(this.routes.get(journal), {
-      primary,
-      zone: this.config.zone,
-      state: (ep) => this.pool.state(ep),
-    });
-  }
-
-  /** @internal */
-  noteRoute(journal: string, route: Route | undefined): void {
-    if (this.routes && route && route.members.length > 0) this.routes.set(journal, route);
-  }
-
-  /** @internal */
-  forgetRoute(journal: string): void {
-    this.routes?.delete(journal);
+  /**
+   * `opts` holds the connection sharing and direct-read settings and the default call options
+   * (time budget, signal, retry policy, onRetry) that every call starts from.
+   */
+  constructor(config: ServiceConfig, opts: JournalClientOptions = {}) {
+    const { pool, fileRoot, delay, ...defaults } = opts;
+    super(config, 'broker', pool, delay ? { ...defaults, retry: { delay, ...defaults.retry } } : defaults);
+    this.fileRoot = fileRoot;
   }
 
   private withRetry<T>(
@@ -120,14 +85,10 @@ export class JournalClient implements ReadTransport, AppendTransport {
     fn: (deadline: number | undefined) => Promise<T>,
     extra: { more?: (err: unknown) => boolean; maxAttempts?: number } = {},
   ): Promise<T> {
-    return retryCall(`broker ${this.address}`, op, opts, fn, { ...extra, delay: this.opts.delay, onRetry: this.opts.onRetry });
+    return this.invoke(op, opts, (deadline) => fn(deadline), extra);
   }
 
   // ---- List / watch ---------------------------------------------------------------------------
-
-  private listRequest(selector: LabelSelector, watch: boolean, resume?: Header): ListRequest {
-    return { selector, watch, watch_resume: resume };
-  }
 
   private openList(req: ListRequest, deadline?: number): ClientReadableStream<ListResponse> {
     const md = this.pool.metadata(claimsFor.journalList(req.selector));
@@ -136,14 +97,14 @@ export class JournalClient implements ReadTransport, AppendTransport {
 
   /** Lists journals matching `selector`, merging the streamed snapshot into one response. */
   async list(selector: LabelSelector, opts: CallOptions = {}): Promise<ListResponse> {
-    const res = await this.withRetry('listing journals', opts, (deadline) => this.listOnce(selector, deadline, opts.signal));
+    const res = await this.invoke('listing journals', opts, (deadline, signal) => this.listOnce(selector, deadline, signal));
     for (const j of res.journals) if (j.spec) this.noteRoute(j.spec.name, j.route);
     return res;
   }
 
   private async listOnce(selector: LabelSelector, deadline: number | undefined, signal?: AbortSignal): Promise<ListResponse> {
     if (signal?.aborted) throw abortError(signal);
-    const call = this.openList(this.listRequest(selector, false), deadline);
+    const call = this.openList({ selector, watch: false, watch_resume: undefined }, deadline);
     const onAbort = () => call.cancel();
     signal?.addEventListener('abort', onAbort, { once: true });
     let out: ListResponse | undefined;
@@ -168,15 +129,20 @@ export class JournalClient implements ReadTransport, AppendTransport {
   /**
    * Watches journals matching `selector`: yields each complete snapshot (sent again whenever the
    * matched set changes). Transport failures resume the watch from the last snapshot's header.
-   * Ends cleanly when `signal` aborts; throws BrokerStatusError on a non-OK status.
+   * Ends cleanly when the signal aborts; throws BrokerStatusError on a non-OK status. With
+   * `resume`, only snapshots newer than that header are yielded. The watch itself has no time
+   * budget (see {@link watchJournals} for one that bounds the first snapshot).
    */
-  async *watch(selector: LabelSelector, opts: { signal?: AbortSignal } = {}): AsyncGenerator<ListResponse, void, undefined> {
-    const { signal } = opts;
-    let resume: Header | undefined;
+  async *watch(
+    selector: LabelSelector,
+    opts: Omit<CallOptions, 'timeoutMs'> & { resume?: Header } = {},
+  ): AsyncGenerator<ListResponse, void, undefined> {
+    const { signal, retry, onRetry } = this.callOptions({ ...opts, timeoutMs: 0 });
+    let resume: Header | undefined = opts.resume;
     let attempt = 0;
-    const delayFor = this.opts.delay ?? backoff;
+    const delayFor = retry?.delay ?? backoff;
     while (!signal?.aborted) {
-      const call = this.openList(this.listRequest(selector, true, resume));
+      const call = this.openList({ selector, watch: true, watch_resume: resume });
       const onAbort = () => call.cancel();
       signal?.addEventListener('abort', onAbort, { once: true });
       let failure: unknown;
@@ -217,7 +183,7 @@ export class JournalClient implements ReadTransport, AppendTransport {
         if (!isTransientStreamCode(code)) throw transportError(`broker ${this.address}`, 'watching journals', failure, undefined, false);
       }
       const ms = delayFor(attempt);
-      this.opts.onRetry?.({ op: 'watching journals', attempt, delayMs: ms, error: failure ?? new GazctlError('watch stream closed') });
+      onRetry?.({ op: 'watching journals', attempt, delayMs: ms, error: failure ?? new GazctlError('watch stream closed') });
       attempt++;
       try {
         await sleep(ms, signal);
@@ -225,6 +191,15 @@ export class JournalClient implements ReadTransport, AppendTransport {
         return;
       }
     }
+  }
+
+  /**
+   * A watched listing of `selector`: the current snapshot, kept up to date, with change
+   * notifications. The first snapshot is a List bounded by the call's time budget (so an
+   * unreachable service fails within it); later ones come from a watch that retries by itself.
+   */
+  watchJournals(selector: LabelSelector, opts: CallOptions = {}): JournalWatch {
+    return new JournalWatch(this, selector, opts);
   }
 
   // ---- Apply ----------------------------------------------------------------------------------
@@ -254,48 +229,40 @@ export class JournalClient implements ReadTransport, AppendTransport {
 
   /** Lists a journal's fragments (its broker's cover set), following pages to the end. */
   async listFragments(journal: string, opts: ListFragmentsOptions = {}): Promise<FragmentsResponse__Fragment[]> {
+    const { beginModTime, endModTime, signatureTTLms, pageLimit, ...call } = opts;
+    const o = this.callOptions(call);
     const out: FragmentsResponse__Fragment[] = [];
     let token = 0n;
-    const deadline = opts.timeoutMs !== undefined ? Date.now() + opts.timeoutMs : undefined;
+    // One time budget for every page.
+    const deadline = o.timeoutMs !== undefined ? Date.now() + o.timeoutMs : undefined;
     do {
-      const res = await this.withRetry(
-        `listing fragments of ${journal}`,
-        { signal: opts.signal, timeoutMs: deadline !== undefined ? Math.max(deadline - Date.now(), 1) : undefined },
-        async (dl) => {
-          const endpoint = this.endpointFor(journal, false);
-          const r = await unaryCall<FragmentsResponse>(
-            (md, o, cb) =>
-              this.pool.journal(endpoint).listFragments(
-                {
-                  header: undefined,
-                  journal,
-                  begin_mod_time: BigInt(opts.beginModTime ?? 0),
-                  end_mod_time: BigInt(opts.endModTime ?? 0),
-                  next_page_token: token,
-                  page_limit: opts.pageLimit ?? 0,
-                  signatureTTL: opts.signatureTTLms !== undefined ? nanosToDuration(BigInt(Math.round(opts.signatureTTLms)) * 1_000_000n) : undefined,
-                  do_not_proxy: endpoint !== undefined,
-                },
-                md,
-                o,
-                cb,
-              ),
-            this.pool.metadata(claimsFor.journalFragments(journal)),
-            { signal: opts.signal, deadline: dl },
-          ).catch((err: unknown) => {
-            if (endpoint !== undefined) this.forgetRoute(journal);
-            throw err;
-          });
-          if (r.status !== Status.OK) {
-            if (isTransientBrokerStatus(r.status)) {
-              if (r.header?.route?.members.length) this.noteRoute(journal, r.header.route);
-              else this.forgetRoute(journal);
-            }
-            throw new BrokerStatusError(r.status, `listing fragments of ${journal}`);
-          }
-          return r;
+      const res = await this.unary<FragmentsResponse>(
+        {
+          op: `listing fragments of ${journal}`,
+          claims: claimsFor.journalFragments(journal),
+          route: { item: journal, primary: false },
+          start: (d, md, go, cb) =>
+            this.pool.journal(d.endpoint).listFragments(
+              {
+                header: undefined,
+                journal,
+                begin_mod_time: BigInt(beginModTime ?? 0),
+                end_mod_time: BigInt(endModTime ?? 0),
+                next_page_token: token,
+                page_limit: pageLimit ?? 0,
+                signatureTTL: signatureTTLms !== undefined ? nanosToDuration(BigInt(Math.round(signatureTTLms)) * 1_000_000n) : undefined,
+                do_not_proxy: d.direct,
+              },
+              md,
+              go,
+              cb,
+            ),
+          status: (r) => ({ status: r.status, header: r.header }),
+          statusError: (st) => new BrokerStatusError(st, `listing fragments of ${journal}`),
+          retryStatus: (st) => isTransientBrokerStatus(st),
+          maxAttempts: FAIL_FAST_ATTEMPTS,
         },
-        { more: (e) => e instanceof BrokerStatusError && isTransientBrokerStatus(e.status), maxAttempts: FAIL_FAST_ATTEMPTS },
+        { ...o, timeoutMs: deadline !== undefined ? Math.max(deadline - Date.now(), 1) : 0 },
       );
       for (const f of res.fragments) out.push(f);
       token = res.next_page_token;
@@ -309,28 +276,22 @@ export class JournalClient implements ReadTransport, AppendTransport {
    * `checkDeletePrefix` (empty, or ending in `/`) also probes delete permission under that prefix
    * (empty: the store root); brokers that predate the probe ignore it.
    */
-  async fragmentStoreHealth(store: string, checkDeletePrefix?: string, opts: CallOptions = {}): Promise<FragmentStoreHealthResponse> {
-    const res = await this.withRetry(
-      'checking fragment store health',
+  fragmentStoreHealth(store: string, checkDeletePrefix?: string, opts: CallOptions = {}): Promise<FragmentStoreHealthResponse> {
+    return this.unary<FragmentStoreHealthResponse>(
+      {
+        op: 'checking fragment store health',
+        claims: claimsFor.journalStoreHealth(),
+        start: (d, md, o, cb) =>
+          this.pool
+            .journal(d.endpoint)
+            .fragmentStoreHealth({ fragment_store: store, check_delete: checkDeletePrefix !== undefined, check_delete_prefix: checkDeletePrefix ?? '' }, md, o, cb),
+        status: (r) => ({ status: r.status, header: r.header }),
+        accept: (st) => st === Status.OK || st === Status.FRAGMENT_STORE_UNHEALTHY,
+        statusError: (st, r) => new BrokerStatusError(st, `checking fragment store ${store}`, r.store_health_error || undefined),
+        maxAttempts: FAIL_FAST_ATTEMPTS,
+      },
       opts,
-      (deadline) =>
-        unaryCall<FragmentStoreHealthResponse>(
-          (md, o, cb) =>
-            this.pool.journal().fragmentStoreHealth(
-              { fragment_store: store, check_delete: checkDeletePrefix !== undefined, check_delete_prefix: checkDeletePrefix ?? '' },
-              md,
-              o,
-              cb,
-            ),
-          this.pool.metadata(claimsFor.journalStoreHealth()),
-          { signal: opts.signal, deadline },
-        ),
-      { maxAttempts: FAIL_FAST_ATTEMPTS },
     );
-    if (res.status !== Status.OK && res.status !== Status.FRAGMENT_STORE_UNHEALTHY) {
-      throw new BrokerStatusError(res.status, `checking fragment store ${store}`, res.store_health_error || undefined);
-    }
-    return res;
   }
 
   // ---- Read / Append --------------------------------------------------------------------------
@@ -352,24 +313,27 @@ export class JournalClient implements ReadTransport, AppendTransport {
       begin_mod_time: req.begin_mod_time ?? 0n,
       min_etcd_revision: req.min_etcd_revision ?? 0n,
     };
-    const onRetry = opts.onRetry ?? (this.opts.onRetry ? (i: { journal: string; attempt: number; delayMs: number; error: unknown }) => this.opts.onRetry!({ op: `reading ${i.journal}`, ...i }) : undefined);
-    return new Reader(this, full, { delay: this.opts.delay, ...opts, onRetry });
+    // Reads retry by themselves with no time budget; the defaults give their signal and schedule.
+    const d = this.callOptions({ signal: opts.signal });
+    const onRetry =
+      opts.onRetry ?? (d.onRetry ? (i: { journal: string; attempt: number; delayMs: number; error: unknown }) => d.onRetry!({ op: `reading ${i.journal}`, ...i }) : undefined);
+    return new Reader(this, full, { delay: d.retry?.delay, ...opts, signal: d.signal, onRetry });
   }
 
   /** @internal Starts a Read RPC for a Reader. */
   openRead(req: ReadRequest): { call: ClientReadableStream<ReadResponse>; direct: boolean } {
-    const journal = req.journal.split(';')[0]!;
-    const endpoint = this.endpointFor(journal, false);
+    const { endpoint, direct } = this.dispatch(req.journal.split(';')[0]!, false);
     const md = this.pool.metadata(claimsFor.journalRead(req.journal));
     const call = this.pool
       .journal(endpoint)
       .makeServerStreamRequest(JournalService.read.path, JournalService.read.requestSerialize, decodeReadResponse, req, md, {});
-    return { call, direct: endpoint !== undefined };
+    return { call, direct };
   }
 
   /** An Appender for one atomic append to `journal` (sent to its primary when the route is known). */
   append(journal: string, opts: AppendOptions = {}): Appender {
-    return new Appender(this, journal, opts);
+    const signal = this.callOptions({ signal: opts.signal }).signal;
+    return new Appender(this, journal, { ...opts, signal });
   }
 
   /** @internal Starts an Append RPC for an Appender. */
@@ -377,7 +341,7 @@ export class JournalClient implements ReadTransport, AppendTransport {
     journal: string,
     cb: (err: ServiceError | null, res?: AppendResponse) => void,
   ): { call: ClientWritableStream<AppendRequest | AppendContent>; direct: boolean } {
-    const endpoint = this.endpointFor(journal, true);
+    const { endpoint, direct } = this.dispatch(journal, true);
     const md = this.pool.metadata(claimsFor.journalAppend(journal));
     const call = this.pool
       .journal(endpoint)
@@ -389,6 +353,6 @@ export class JournalClient implements ReadTransport, AppendTransport {
         {},
         cb,
       );
-    return { call, direct: endpoint !== undefined };
+    return { call, direct };
   }
 }

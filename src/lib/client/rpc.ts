@@ -150,17 +150,32 @@ export function encodeAppendMessage(msg: AppendRequest | AppendContent): Buffer 
 
 // ---- Request/response retries ------------------------------------------------------------------
 
-/** Per-call options of request/response RPCs. */
+export type RetryHook = (info: { op: string; attempt: number; delayMs: number; error: unknown }) => void;
+
+/** How a client retries. */
+export interface RetryPolicy {
+  /** Delay (ms) before retry number `attempt` (0-based); default: the jittered backoff schedule. */
+  delay?: (attempt: number) => number;
+  /** Give up after this many attempts in total (default: until the time budget runs out). */
+  maxAttempts?: number;
+}
+
+/**
+ * Options of a call. A client takes them at construction as defaults for every call, and each
+ * call may override them (a call's signal is combined with the default one: either aborts).
+ */
 export interface CallOptions {
   signal?: AbortSignal;
   /**
-   * Overall time budget, retries included. Without it, calls that Go's gazctl makes
-   * wait-for-ready (List, Apply, watch, Stat) retry an unreachable service until aborted.
+   * Overall time budget, retries included; 0 or absent: none. Without one, calls that Go's
+   * gazctl makes wait-for-ready (List, Apply, watch, Stat) retry an unreachable service until
+   * aborted.
    */
   timeoutMs?: number;
+  retry?: RetryPolicy;
+  /** Called before each retry sleep (for logging). */
+  onRetry?: RetryHook;
 }
-
-export type RetryHook = (info: { op: string; attempt: number; delayMs: number; error: unknown }) => void;
 
 /**
  * Maps a gRPC failure to a TransportError: UNAVAILABLE (or running out of time while the service

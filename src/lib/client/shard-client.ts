@@ -1,7 +1,7 @@
-// ShardClient: a retrying client of the consumer.Shard service. All RPCs are
-// unary. List/Apply/GetHints/Unassign go to the configured address; Stat goes to the shard's
-// primary when the route cache knows it.
-import type { LabelSelector, Route } from '../protocol/gen/broker/protocol.js';
+// ShardClient: a retrying client of the consumer.Shard service. All RPCs are unary and go
+// through the shared call path (see call.ts). List/Apply/GetHints/Unassign go to the configured
+// address; Stat goes to the shard's primary when the route cache knows it.
+import type { LabelSelector } from '../protocol/gen/broker/protocol.js';
 import {
   Status,
   type ApplyRequest_Change,
@@ -14,61 +14,44 @@ import {
 import { applyInBatches, type ApplyOptions, type ApplyResult } from './apply.js';
 import { ConsumerStatusError, TransportError } from '../protocol/errors.js';
 import { claimsFor } from './auth.js';
-import { ConnectionPool, type ServiceConfig } from './dial.js';
+import { ServiceClient, type CallDefaults } from './call.js';
+import type { ConnectionPool, ServiceConfig } from './dial.js';
 import { isTransientConsumerStatus } from './retry.js';
-import { pickEndpoint, RouteCache } from './route-cache.js';
-import { retryCall, unaryCall, type CallOptions, type RetryHook } from './rpc.js';
+import { unaryCall, type CallOptions } from './rpc.js';
 
-export interface ShardClientOptions {
+export interface ShardClientOptions extends CallDefaults {
   pool?: ConnectionPool;
-  onRetry?: RetryHook;
-  /** Overrides the backoff schedule (tests). */
+  /** Overrides the backoff schedule (tests); same as `retry.delay`. */
   delay?: (attempt: number) => number;
 }
 
 /** Go's gazctl bounds `shards unassign` by 10 s. */
 export const UNASSIGN_TIMEOUT_MS = 10_000;
 
-export class ShardClient {
-  readonly pool: ConnectionPool;
-  readonly routes: RouteCache | undefined;
-  private readonly ownsPool: boolean;
+const NO_EXTENSION = Buffer.alloc(0);
 
-  constructor(
-    readonly config: ServiceConfig,
-    private readonly opts: ShardClientOptions = {},
-  ) {
-    this.ownsPool = !opts.pool;
-    this.pool = opts.pool ?? new ConnectionPool(config);
-    this.routes = config.cacheSize && config.cacheSize > 0 ? new RouteCache(config.cacheSize, config.cacheTTLms ?? 60_000) : undefined;
-  }
-
-  get address(): string {
-    return this.config.address;
-  }
-
-  close(): void {
-    if (this.ownsPool) this.pool.close();
-  }
-
-  private noteRoute(shard: string, route: Route | undefined): void {
-    if (this.routes && route && route.members.length > 0) this.routes.set(shard, route);
+export class ShardClient extends ServiceClient {
+  constructor(config: ServiceConfig, opts: ShardClientOptions = {}) {
+    const { pool, delay, ...defaults } = opts;
+    super(config, 'consumer', pool, delay ? { ...defaults, retry: { delay, ...defaults.retry } } : defaults);
   }
 
   private call<T>(op: string, opts: CallOptions, fn: (deadline: number | undefined) => Promise<T>, more?: (err: unknown) => boolean): Promise<T> {
-    return retryCall(`consumer ${this.address}`, op, opts, fn, { more, delay: this.opts.delay, onRetry: this.opts.onRetry });
+    return this.invoke(op, opts, (deadline) => fn(deadline), { more });
   }
 
   /** Lists shards matching `selector`. */
   async list(selector: LabelSelector, opts: CallOptions = {}): Promise<ListResponse> {
-    const res = await this.call('listing shards', opts, (deadline) =>
-      unaryCall<ListResponse>(
-        (md, o, cb) => this.pool.shard().list({ selector, extension: Buffer.alloc(0) }, md, o, cb),
-        this.pool.metadata(claimsFor.shardList(selector)),
-        { signal: opts.signal, deadline },
-      ),
+    const res = await this.unary<ListResponse>(
+      {
+        op: 'listing shards',
+        claims: claimsFor.shardList(selector),
+        start: (d, md, o, cb) => this.pool.shard(d.endpoint).list({ selector, extension: NO_EXTENSION }, md, o, cb),
+        status: (r) => ({ status: r.status, header: r.header }),
+        statusError: (st) => new ConsumerStatusError(st, 'listing shards'),
+      },
+      opts,
     );
-    if (res.status !== Status.OK) throw new ConsumerStatusError(res.status, 'listing shards');
     for (const s of res.shards) if (s.spec) this.noteRoute(s.spec.id, s.route);
     return res;
   }
@@ -77,33 +60,20 @@ export class ShardClient {
    * Stats a shard at its primary, optionally waiting until `readThrough` offsets are processed.
    * NO_SHARD_PRIMARY is retried like an unreachable consumer.
    */
-  async stat(shard: string, opts: CallOptions & { readThrough?: Record<string, bigint> } = {}): Promise<StatResponse> {
-    const res = await this.call(
-      `stat of shard ${shard}`,
-      opts,
-      async (deadline) => {
-        const endpoint = this.routes ? pickEndpoint(this.routes.get(shard), { primary: true }) : undefined;
-        const r = await unaryCall<StatResponse>(
-          (md, o, cb) =>
-            this.pool
-              .shard(endpoint)
-              .stat({ header: undefined, shard, read_through: opts.readThrough ?? {}, extension: Buffer.alloc(0) }, md, o, cb),
-          this.pool.metadata(claimsFor.shardStat(shard)),
-          { signal: opts.signal, deadline },
-        ).catch((err: unknown) => {
-          if (endpoint !== undefined) this.routes?.delete(shard);
-          throw err;
-        });
-        if (r.header?.route) this.noteRoute(shard, r.header.route);
-        if (r.status !== Status.OK) {
-          if (endpoint !== undefined) this.routes?.delete(shard);
-          throw new ConsumerStatusError(r.status, `stat of shard ${shard}`);
-        }
-        return r;
+  stat(shard: string, opts: CallOptions & { readThrough?: Record<string, bigint> } = {}): Promise<StatResponse> {
+    return this.unary<StatResponse>(
+      {
+        op: `stat of shard ${shard}`,
+        claims: claimsFor.shardStat(shard),
+        route: { item: shard, primary: true },
+        start: (d, md, o, cb) =>
+          this.pool.shard(d.endpoint).stat({ header: undefined, shard, read_through: opts.readThrough ?? {}, extension: NO_EXTENSION }, md, o, cb),
+        status: (r) => ({ status: r.status, header: r.header }),
+        statusError: (st) => new ConsumerStatusError(st, `stat of shard ${shard}`),
+        retryStatus: (st) => isTransientConsumerStatus(st),
       },
-      (err) => err instanceof ConsumerStatusError && isTransientConsumerStatus(err.status),
+      opts,
     );
-    return res;
   }
 
   /**
@@ -131,35 +101,34 @@ export class ShardClient {
    * Fetches a shard's recovery hints. `primary_hints.hints` and each `backup_hints[i].hints` are
    * undefined where no hints are stored (absent), which is distinct from stored empty hints.
    */
-  async getHints(shard: string, opts: CallOptions = {}): Promise<GetHintsResponse> {
-    const res = await this.call(`fetching hints of shard ${shard}`, opts, (deadline) =>
-      unaryCall<GetHintsResponse>(
-        (md, o, cb) => this.pool.shard().getHints({ shard, extension: Buffer.alloc(0) }, md, o, cb),
-        this.pool.metadata(claimsFor.shardGetHints(shard)),
-        { signal: opts.signal, deadline },
-      ),
+  getHints(shard: string, opts: CallOptions = {}): Promise<GetHintsResponse> {
+    return this.unary<GetHintsResponse>(
+      {
+        op: `fetching hints of shard ${shard}`,
+        claims: claimsFor.shardGetHints(shard),
+        start: (d, md, o, cb) => this.pool.shard(d.endpoint).getHints({ shard, extension: NO_EXTENSION }, md, o, cb),
+        status: (r) => ({ status: r.status, header: r.header }),
+        statusError: (st) => new ConsumerStatusError(st, `fetching hints of shard ${shard}`),
+      },
+      opts,
     );
-    if (res.status !== Status.OK) throw new ConsumerStatusError(res.status, `fetching hints of shard ${shard}`);
-    return res;
   }
 
   /**
    * Removes failed (and, unless `onlyFailed`, primary) assignments of `shards`. Bounded by 10 s
    * unless `timeoutMs` says otherwise.
    */
-  async unassign(
-    shards: string[],
-    opts: CallOptions & { onlyFailed?: boolean; dryRun?: boolean } = {},
-  ): Promise<UnassignResponse> {
-    const res = await this.call('unassigning shards', { signal: opts.signal, timeoutMs: opts.timeoutMs ?? UNASSIGN_TIMEOUT_MS }, (deadline) =>
-      unaryCall<UnassignResponse>(
-        (md, o, cb) =>
-          this.pool.shard().unassign({ shards, only_failed: opts.onlyFailed ?? false, dry_run: opts.dryRun ?? false }, md, o, cb),
-        this.pool.metadata(claimsFor.shardUnassign(shards)),
-        { signal: opts.signal, deadline },
-      ),
+  unassign(shards: string[], opts: CallOptions & { onlyFailed?: boolean; dryRun?: boolean } = {}): Promise<UnassignResponse> {
+    const { onlyFailed, dryRun, ...call } = opts;
+    return this.unary<UnassignResponse>(
+      {
+        op: 'unassigning shards',
+        claims: claimsFor.shardUnassign(shards),
+        start: (d, md, o, cb) => this.pool.shard(d.endpoint).unassign({ shards, only_failed: onlyFailed ?? false, dry_run: dryRun ?? false }, md, o, cb),
+        status: (r) => ({ status: r.status }),
+        statusError: (st) => new ConsumerStatusError(st, 'unassigning shards'),
+      },
+      { ...call, timeoutMs: call.timeoutMs ?? UNASSIGN_TIMEOUT_MS },
     );
-    if (res.status !== Status.OK) throw new ConsumerStatusError(res.status, 'unassigning shards');
-    return res;
   }
 }

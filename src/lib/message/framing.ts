@@ -72,6 +72,27 @@ export class RecordSplitter {
     this.carry = last + 1 === buf.length ? Buffer.alloc(0) : Buffer.from(buf.subarray(last + 1));
     return buf.subarray(0, last + 1);
   }
+
+  /**
+   * Like pushBulk, without copying the big chunk: the carried bytes plus `chunk`'s first line
+   * (a small copy), then a view of `chunk`'s following whole lines. Either may be absent.
+   */
+  pushBulkParts(chunk: Buffer): Buffer[] {
+    if (this.carry.length === 0) {
+      const run = this.pushBulk(chunk);
+      return run ? [run] : [];
+    }
+    const first = chunk.indexOf(10);
+    if (first < 0) {
+      this.carry = Buffer.concat([this.carry, chunk]);
+      return [];
+    }
+    const head = Buffer.concat([this.carry, chunk.subarray(0, first + 1)]);
+    this.consumed += BigInt(head.length);
+    this.carry = Buffer.alloc(0);
+    const rest = this.pushBulk(chunk.subarray(first + 1));
+    return rest ? [head, rest] : [head];
+  }
 }
 
 /** The partition key carried by a key record: a line without its line ending, or a frame's payload. */
@@ -84,7 +105,7 @@ export function keyOfRecord(record: Buffer, framing: 'lines' | 'fixed', base64: 
   if (!base64) return key;
   const text = key.toString('latin1');
   if (!/^[A-Za-z0-9+/]*={0,2}$/.test(text) || text.length % 4 !== 0) {
-    throw new GazctlError(`--base64: partition key ${JSON.stringify(text.slice(0, 64))} is not padded standard base64`);
+    throw new GazctlError(`partition key ${JSON.stringify(text.slice(0, 64))} is not padded standard base64`);
   }
   return Buffer.from(text, 'base64');
 }

@@ -238,7 +238,8 @@ test('appendOnce retries UNAVAILABLE but not terminal statuses', async () => {
   const stub = await startJournalStub({
     append: (call, cb) => {
       if (n++ === 0) {
-        cb({ code: GrpcStatus.UNAVAILABLE, details: 'not ready' });
+        // What a proxying broker answers while the primary it dials is gone: never committed.
+        cb({ code: GrpcStatus.UNAVAILABLE, details: 'all SubConns are in TransientFailure' });
         return;
       }
       if (n === 3) {

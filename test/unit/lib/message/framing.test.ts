@@ -131,3 +131,14 @@ describe('keyOfRecord', () => {
     assert.equal(keyOfRecord(frame(''), 'fixed', false).length, 0);
   });
 });
+
+describe('RecordSplitter.pushBulkParts', () => {
+  it('returns the same whole lines as pushBulk, in parts, carrying the rest', () => {
+    const sp = new RecordSplitter('lines');
+    assert.deepEqual(sp.pushBulkParts(Buffer.from('no newline yet')), []);
+    assert.deepEqual(sp.pushBulkParts(Buffer.from(' ok\nsecond\nthi')).map(String), ['no newline yet ok\n', 'second\n']);
+    assert.deepEqual(sp.pushBulkParts(Buffer.from('rd\n')).map(String), ['third\n']);
+    assert.deepEqual(sp.pushBulkParts(Buffer.from('a\nb')).map(String), ['a\n']);
+    assert.equal(sp.pending, 1);
+  });
+});
