@@ -48,8 +48,9 @@ export type ResetOutcome =
 /**
  * Sends one empty append at `offset` (the index end). With `keepSuspension`, the append carries
  * SUSPEND_KEEP so a partial suspension stays; a broker that does not know the mode is reported as
- * `keep-unsupported`. Without it the default mode is sent, as the v0.103.0 gazctl does (which
- * resumes a suspended journal: callers only use it for journals that are not suspended).
+ * `keep-unsupported`. Without it SUSPEND_NO_RESUME is sent: on a journal that is not suspended it
+ * acts exactly like the default mode the v0.103.0 gazctl sends, and should the journal have been
+ * suspended since it was listed, the broker answers SUSPENDED (thrown) instead of resuming it.
  * Other failures throw (BrokerStatusError / TransportError). No retries: one attempt, as upstream.
  */
 export async function resetHeadAt(
@@ -60,7 +61,7 @@ export async function resetHeadAt(
 ): Promise<ResetOutcome> {
   const a = client.append(journal, {
     offset,
-    suspend: opts.keepSuspension ? AppendRequest_Suspend.SUSPEND_KEEP : AppendRequest_Suspend.SUSPEND_RESUME,
+    suspend: opts.keepSuspension ? AppendRequest_Suspend.SUSPEND_KEEP : AppendRequest_Suspend.SUSPEND_NO_RESUME,
     signal: opts.signal,
   });
   let res: AppendResponse;

@@ -153,13 +153,13 @@ describe('journals reset-head', () => {
     assert.deepEqual(appends, []);
   });
 
-  it('--yes: explicit offsets at the index end; v0.103.0 gazctl mode for unsuspended journals; a partial suspension is kept or the journal skipped', async () => {
+  it('--yes: explicit offsets at the index end; SUSPEND_NO_RESUME for unsuspended journals (never resumes one suspended meanwhile); a partial suspension is kept or the journal skipped', async () => {
     const r = await run(['journals', 'reset-head', '-l', NAMES, '--yes', '-o', 'json']);
     assert.equal(r.code, 0, r.what);
     const sent = new Map(appends.map((a) => [a.journal, a]));
     assert.deepEqual([...sent.keys()].sort(), ['ops/none', 'ops/partial', 'ops/raced']);
     assert.equal(sent.get('ops/none')!.offset, 4096n);
-    assert.equal(sent.get('ops/none')!.suspend, AppendRequest_Suspend.SUSPEND_RESUME);
+    assert.equal(sent.get('ops/none')!.suspend, AppendRequest_Suspend.SUSPEND_NO_RESUME);
     assert.equal(sent.get('ops/partial')!.offset, 100n);
     assert.equal(sent.get('ops/partial')!.suspend, AppendRequest_Suspend.SUSPEND_KEEP);
     const doc = JSON.parse(r.stdout) as PlanDoc;
