@@ -110,6 +110,9 @@ const impl = await build({
   ...common,
   stdin: { contents: commandsEntry, resolveDir: distSrc, sourcefile: 'commands-entry.js', loader: 'js' },
   outfile: join(outdir, 'commands-impl.cjs'),
+  // The prompt library is imported only when a destructive command asks on a terminal: loaded
+  // from node_modules then, it keeps half a megabyte of code out of every command's start-up.
+  external: ['@inquirer/prompts'],
   plugins: [
     {
       name: 'shared-oclif-core',
