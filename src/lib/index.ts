@@ -13,3 +13,4 @@ export * from './config/ini.js';
 // Fragment stores. (The etcd keyspace is its own entry point, `gazctl/keyspace`: etcd3 loads its
 // protos from its package directory when imported, which the CLI bundle must not pay for.)
 export * from './stores/index.js';
+export * from './concurrency.js';

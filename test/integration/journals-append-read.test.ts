@@ -34,6 +34,7 @@ import {
   stopwatch,
   tempDir,
 } from '../helpers/journals.js';
+import { mapLimit } from '../../src/lib/concurrency.js';
 
 const MiB = 1024 * 1024;
 const PER_MAPPING = 100 * MiB; // per mapping
@@ -97,20 +98,6 @@ function expectedByJournal(g: Generated, journals: string[], indexOf: (key: stri
   };
 }
 
-/** Runs `fn` over `items`, at most `limit` at a time. */
-async function mapLimit<T, R>(items: T[], limit: number, fn: (t: T, i: number) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        out[i] = await fn(items[i]!, i);
-      }
-    }),
-  );
-  return out;
-}
 
 describe('journals append / read (acceptance, 3 Go brokers)', { timeout: 480_000 }, () => {
   let cluster: Cluster;

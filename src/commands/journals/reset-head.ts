@@ -5,7 +5,8 @@ import { formatOption, renderTable } from '../../cli/render.js';
 import { booleanOption, oclifFlags, options } from '../../cli/options.js';
 import { GazctlError } from '../../lib/protocol/errors.js';
 import { formatLabelSelector } from '../../lib/protocol/selector.js';
-import { indexEnd, mapLimit, resetHeadAt, suspendLevel } from '../../lib/client/journal-ops.js';
+import { indexEnd, resetHeadAt, suspendLevel } from '../../lib/client/journal-ops.js';
+import { mapLimit } from '../../lib/concurrency.js';
 import { JournalSpec_Suspend_Level } from '../../lib/protocol/gen/broker/protocol.js';
 
 const OPTIONS = options({

@@ -5,7 +5,8 @@ import { formatOption, renderTable } from '../../cli/render.js';
 import { booleanOption, oclifFlags, options } from '../../cli/options.js';
 import { GazctlError } from '../../lib/protocol/errors.js';
 import { formatLabelSelector } from '../../lib/protocol/selector.js';
-import { mapLimit, requestSuspend, suspendLevel } from '../../lib/client/journal-ops.js';
+import { requestSuspend, suspendLevel } from '../../lib/client/journal-ops.js';
+import { mapLimit } from '../../lib/concurrency.js';
 import { sleep } from '../../lib/client/retry.js';
 import { JournalSpec_Suspend_Level, type ListResponse } from '../../lib/protocol/gen/broker/protocol.js';
 
