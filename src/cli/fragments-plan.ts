@@ -49,13 +49,17 @@ export class StoreSet {
   /** Stores whose local directory was checked to exist (file://). */
   private readonly checked = new Map<string, Promise<string | undefined>>();
 
-  constructor(private readonly fileRoot: string | undefined) {}
+  /** `open` stands in for openStore (tests). */
+  constructor(
+    private readonly fileRoot: string | undefined,
+    private readonly open: (url: string) => FragmentStore = (url) => openStore(url, { fileRoot: this.fileRoot }),
+  ) {}
 
   get(url: string): FragmentStore | Error {
     let s = this.stores.get(url);
     if (s === undefined) {
       try {
-        s = openStore(url, { fileRoot: this.fileRoot });
+        s = this.open(url);
       } catch (e) {
         s = e as Error;
       }
