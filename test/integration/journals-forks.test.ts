@@ -383,6 +383,41 @@ function forkShapesSuite(title: string, start: () => Promise<{ cluster: Cluster;
       assert.deepEqual(await listAllStores(be), before);
     });
 
+    test('a chain past the write head the broker reports is ambiguous: reset-head first, nothing deleted', async () => {
+      // The broker lists the stores when it takes the journal and then once an hour: objects
+      // written after its first listing lie past the write head it reports.
+      const journal = 'heads/behind';
+      const h = Buffer.from(Array.from({ length: 200 }, (_, i) => (i * 13 + 1) & 0xff));
+      const obj = async (b: number, e: number): Promise<string> => {
+        const c = h.subarray(b, e);
+        const rel = `${journal}/${hex16(b)}-${hex16(e)}-${createHash('sha1').update(c).digest('hex')}.raw`;
+        await be.write('a', rel, c);
+        return `${be.url.a} ${rel}`;
+      };
+      await obj(0, 100);
+      await gzOk(cluster, ['journals', 'apply'], {
+        input: `name: ${journal}\nreplication: 1\nfragment: {length: 1024, compression_codec: NONE, refresh_interval: 1h, stores: [${JSON.stringify(be.url.a)}]}\n`,
+      });
+      await waitForJournalsAssigned(cluster, [journal], 30_000);
+      await pollUntil('the broker to index [0, 100)', async () => (await listFragmentsAt(cluster.brokerAddress, journal)).some((f) => f.end === 100n), {
+        timeoutMs: 30_000,
+        intervalMs: 250,
+      });
+      await obj(100, 200);
+      const superseded = await obj(0, 50);
+      const r = await gzOk(cluster, ['journals', 'forks', '-l', `name=${journal}`, '-o', 'json', ...be.args]);
+      const doc = JSON.parse(r.stdout.toString('utf8')) as JsonDoc;
+      const j = doc.journals[0]!;
+      assert.deepEqual(j.chain, { begin: 0, end: 200 });
+      assert.match(j.ambiguous ?? '', /past the broker's write head 100; run reset-head/);
+      assert.deepEqual(j.forks.map((f) => `${f.store} ${f.path} ${f.kind} ${f.deletable}`), [`${superseded} ambiguous false`]);
+      const before = await be.list('a', journal);
+      const p = await gzOk(cluster, ['journals', 'forks', '-l', `name=${journal}`, '--prune', '--yes', ...be.args]);
+      assert.match(p.stdout.toString('utf8'), /^plan: delete 0 dead-end object\(s\)/m);
+      assert.match(p.stdout.toString('utf8'), /heads\/behind: nothing deleted, ambiguous: .*reset-head/);
+      assert.deepEqual(await be.list('a', journal), before);
+    });
+
     test('--prune --yes deletes exactly the dead-ends; every journal then reads back its chain', async () => {
       const all = await listAllStores(be);
       const before = new Map(SHAPES.map((s, i) => [s.name, all[i]!]));
