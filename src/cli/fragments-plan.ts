@@ -68,6 +68,12 @@ export class StoreSet {
     return s;
   }
 
+  /** Releases what the opened stores hold (an S3 client's sockets). */
+  close(): void {
+    for (const s of this.stores.values()) if (!(s instanceof Error)) (s as { close?: () => void }).close?.();
+    this.stores.clear();
+  }
+
   /**
    * A file store whose directory is missing would list as empty: then every fragment of it would
    * look deleted. Report it instead (a wrong --file-root, or an unmounted volume).

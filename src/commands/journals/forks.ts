@@ -67,11 +67,11 @@ Each fork is read against the chain: "diverges at" is the first offset where its
     };
 
     const client = this.journalClient();
+    const stores = new StoreSet(flags['file-root']);
     try {
       const listing = await client.list(flags.selector);
       const specs = listing.journals.map((j) => j.spec!).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
       if (specs.length === 0) throw new GazctlError(`no journals match selector ${JSON.stringify(formatLabelSelector(flags.selector))}`);
-      const stores = new StoreSet(flags['file-root']);
       const listed = await listJournals(specs, stores);
       const heads = await mapLimit(listed, 8, async (l): Promise<bigint | Error> => {
         if (l.problems.length > 0) return new Error('not needed');
@@ -135,6 +135,7 @@ Each fork is read against the chain: "diverges at" is the first offset where its
       for (const f of res.failures) problem(f);
       say(`deleted ${res.deleted} of ${count} object(s), ${formatBytes(res.bytes)}\n`);
     } finally {
+      stores.close();
       client.close();
     }
   }

@@ -41,11 +41,11 @@ The plan (count and bytes per journal and store) is printed first; then the comm
       process.exitCode = EXIT.ERROR;
     };
     const client = this.journalClient();
+    const stores = new StoreSet(flags['file-root']);
     try {
       const listing = await client.list(flags.selector);
       const specs = listing.journals.map((j) => j.spec!);
       if (specs.length === 0) throw new GazctlError(`no journals match selector ${JSON.stringify(formatLabelSelector(flags.selector))}`);
-      const stores = new StoreSet(flags['file-root']);
       const listed = await listJournals(specs, stores);
       const inputs: JournalRetentionInput[] = [];
       for (const l of listed) {
@@ -77,6 +77,7 @@ The plan (count and bytes per journal and store) is printed first; then the comm
       for (const f of res.failures) problem(f);
       process.stdout.write(`deleted ${res.deleted} of ${plan.count} object(s), ${formatBytes(res.bytes)}\n`);
     } finally {
+      stores.close();
       client.close();
     }
   }
