@@ -15,7 +15,7 @@ import { dirname, join, relative } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 
-import { pollUntil, startCluster, waitForJournalsAssigned, type Cluster } from '../../src/testing/index.js';
+import { pollUntil, s3Request, startCluster, startS3, waitForJournalsAssigned, type Cluster, type S3Server } from '../../src/testing/index.js';
 import { describeResult } from '../helpers/cli.js';
 import { gz, gzOk, listFragmentsAt, oneStderrLine, prng, tempDir } from '../helpers/journals.js';
 
@@ -462,8 +462,60 @@ function forkShapesSuite(title: string, start: () => Promise<{ cluster: Cluster;
   });
 }
 
+function s3Backend(srv: S3Server): Backend {
+  const prefix = { a: 'a/', b: 'b/' } as const;
+  const listing = async (store: StoreKey, journal: string): Promise<{ key: string; size: number }[]> => {
+    const out: { key: string; size: number }[] = [];
+    let token: string | undefined;
+    do {
+      const query: Record<string, string> = { 'list-type': '2', prefix: `${prefix[store]}${journal}/` };
+      if (token !== undefined) query['continuation-token'] = token;
+      const res = await s3Request({ endpoint: srv.endpoint, credentials: srv.credentials, method: 'GET', path: `/${srv.bucket}`, query });
+      const xml = await res.text();
+      assert.equal(res.status, 200, xml);
+      for (const m of xml.matchAll(/<Contents>([\s\S]*?)<\/Contents>/g)) {
+        const key = /<Key>([^<]*)<\/Key>/.exec(m[1]!)![1]!;
+        const size = Number(/<Size>(\d+)<\/Size>/.exec(m[1]!)![1]);
+        out.push({ key: key.replace(/&amp;/g, '&').slice(prefix[store].length), size });
+      }
+      token = /<IsTruncated>true<\/IsTruncated>/.test(xml) ? /<NextContinuationToken>([^<]*)</.exec(xml)![1] : undefined;
+    } while (token !== undefined);
+    return out;
+  };
+  return {
+    name: 's3://',
+    url: { a: srv.storeUrl(prefix.a), b: srv.storeUrl(prefix.b) },
+    async write(store, rel, data) {
+      const res = await s3Request({ endpoint: srv.endpoint, credentials: srv.credentials, method: 'PUT', path: `/${srv.bucket}/${prefix[store]}${rel}`, body: data });
+      assert.equal(res.status, 200, await res.text());
+    },
+    async list(store, journal) {
+      return (await listing(store, journal)).map((o) => o.key).sort();
+    },
+    async size(store, rel) {
+      const journal = rel.split('/').slice(0, 2).join('/');
+      const o = (await listing(store, journal)).find((x) => x.key === rel);
+      assert.ok(o, `${rel} is listed`);
+      return o.size;
+    },
+    args: [],
+  };
+}
+
 forkShapesSuite('file://', async () => {
   const cluster = await startCluster({ brokers: 1 });
   for (const k of ['a', 'b']) mkdirSync(join(cluster.fileRoot, k), { recursive: true });
   return { cluster, backend: fileBackend(cluster.fileRoot) };
+});
+
+forkShapesSuite('s3://', async () => {
+  const srv = await startS3({ bucket: 'forks' });
+  // Brokers and gazctl both take the S3 server's credentials from the environment (the SDKs'
+  // default chains), and must never reach for an instance metadata service.
+  process.env.AWS_ACCESS_KEY_ID = srv.credentials.accessKeyId;
+  process.env.AWS_SECRET_ACCESS_KEY = srv.credentials.secretAccessKey;
+  process.env.AWS_REGION = srv.credentials.region;
+  process.env.AWS_EC2_METADATA_DISABLED = 'true';
+  const cluster = await startCluster({ brokers: 1 });
+  return { cluster, backend: s3Backend(srv), stop: () => srv.stop() };
 });
