@@ -12,9 +12,9 @@ import zlib from 'node:zlib';
 
 import type { JournalClient } from '../lib/client/index.js';
 import { canDecode, decompressor } from '../lib/codecs/index.js';
-import { FragmentObjectParser, type FragmentObject } from '../lib/fragment/objects.js';
+import { listJournalFragments } from '../lib/fragment/listing.js';
+import type { FragmentObject } from '../lib/fragment/objects.js';
 import type { ChainMember, JournalForks } from '../lib/fragment/forks.js';
-import { ValidationError } from '../lib/protocol/errors.js';
 import { codecFromExtension } from '../lib/protocol/fragment.js';
 import { CompressionCodec, JournalSpec_Suspend_Level, type JournalSpec } from '../lib/protocol/gen/broker/protocol.js';
 import { FileStore, openStore, type FragmentStore } from '../lib/stores/index.js';
@@ -101,32 +101,25 @@ export class StoreSet {
 export async function listJournal(spec: JournalSpec, stores: StoreSet, signal?: AbortSignal): Promise<ListedJournal> {
   const journal = spec.name;
   const out: ListedJournal = { journal, spec, objects: [], unparseable: [], problems: [] };
-  const urls = [...new Set(spec.fragment?.stores ?? [])];
-  // One parser per journal: the journal's name is validated once, not once per object.
-  const parser = new FragmentObjectParser(journal);
-  for (const url of urls) {
+  const usable: string[] = [];
+  for (const url of new Set(spec.fragment?.stores ?? [])) {
     const store = stores.get(url);
     if (store instanceof Error) {
       out.problems.push(`journal ${journal}: ${store.message}`);
       continue;
     }
     const unreachable = await stores.reachable(store);
-    if (unreachable !== undefined) {
-      out.problems.push(`journal ${journal}: ${unreachable}`);
-      continue;
-    }
-    try {
-      for await (const o of store.list(journal + '/', { signal })) {
-        try {
-          out.objects.push(parser.parse(url, o.path, o.size, Math.floor(o.modTime.getTime() / 1000)));
-        } catch (e) {
-          if (!(e instanceof ValidationError)) throw e;
-          out.unparseable.push({ store: url, path: `${journal}/${o.path}`, reason: e.message });
-        }
-      }
-    } catch (e) {
-      out.problems.push(`journal ${journal}: listing store ${url} failed: ${(e as Error).message}`);
-    }
+    if (unreachable !== undefined) out.problems.push(`journal ${journal}: ${unreachable}`);
+    else usable.push(url);
+  }
+  const entries = listJournalFragments(
+    { name: journal, fragment: { stores: usable } },
+    { openStore: (url) => stores.get(url) as FragmentStore, continueOnError: true, signal },
+  );
+  for await (const e of entries) {
+    if (e.kind === 'fragment') out.objects.push(e.object);
+    else if (e.kind === 'unparseable') out.unparseable.push({ store: e.object.store, path: e.object.path, reason: e.object.reason });
+    else out.problems.push(`journal ${journal}: ${e.failure.error.message}`);
   }
   for (const u of out.unparseable) {
     out.problems.push(`journal ${journal}: store ${u.store}: object ${u.path} is not a fragment (${u.reason}); nothing of this journal is deleted`);
