@@ -10,7 +10,7 @@ import { mkdirSync, readdirSync, statSync, utimesSync, writeFileSync } from 'nod
 import { dirname, join, relative } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { startCluster, waitForJournalsAssigned, type Cluster } from '../../src/testing/index.js';
+import { freePort, startCluster, startS3, waitForJournalsAssigned, type Cluster, type S3Server } from '../../src/testing/index.js';
 import { describeResult } from '../helpers/cli.js';
 import { gz, gzOk, oneStderrLine } from '../helpers/journals.js';
 
@@ -57,11 +57,16 @@ const CASES: Case[] = [
   { name: 'forks --prune: an unparseable object keeps the journal whole', args: [...F, '-l', 'name=bad/junk', '--prune', '--yes', ...ROOT], code: 1, says: [/bad\/junk\/notes\.txt/, /not a fragment/, /nothing of this journal is deleted/] },
   { name: 'prune: an unparseable object keeps the journal whole', args: [...P, '-l', 'name=bad/junk', '--yes', ...ROOT], code: 1, says: [/bad\/junk\/notes\.txt/, /not a fragment/] },
 
+  // ---- S3 ----
+  { name: 'forks: wrong S3 secret', args: [...F, '-l', 'name=bad/s3', '--prune', '--yes'], env: { AWS_SECRET_ACCESS_KEY: 'not-the-secret' }, code: 1, says: [/bad\/s3/, /s3:\/\/bad-inputs\/x\//, /signature|secret/i] },
+  { name: 'prune: wrong S3 secret', args: [...P, '-l', 'name=bad/s3', '--yes'], env: { AWS_SECRET_ACCESS_KEY: 'not-the-secret' }, code: 1, says: [/s3:\/\/bad-inputs\/x\//, /signature|secret/i] },
+  { name: 'forks: unreachable S3 endpoint', args: [...F, '-l', 'name=bad/s3down'], code: 1, says: [/bad\/s3down/, /127\.0\.0\.1/, /unreachable|refused|connect/i] },
+
   // ---- broker ----
   { name: 'forks: unreachable broker', args: [...F, ...GOOD, '--timeout', '2s', ...ROOT], env: { BROKER_ADDRESS: 'http://127.0.0.1:1' }, code: 1, says: [/127\.0\.0\.1:1/] },
 ];
 
-const SPECS = `name: bad/
+const specs = (srv: S3Server, downPort: number) => `name: bad/
 replication: 1
 fragment: {length: 1024, compression_codec: NONE, refresh_interval: 1s, retention: 1h, stores: [file:///s/]}
 children:
@@ -69,6 +74,10 @@ children:
 - name: bad/gs
   fragment: {length: 1024, compression_codec: NONE, refresh_interval: 1m, retention: 1h, stores: ["gs://bucket/x/", file:///s/]}
 - name: bad/junk
+- name: bad/s3
+  fragment: {length: 1024, compression_codec: NONE, refresh_interval: 1m, retention: 1h, stores: [${JSON.stringify(srv.storeUrl('x/'))}]}
+- name: bad/s3down
+  fragment: {length: 1024, compression_codec: NONE, refresh_interval: 1m, retention: 1h, stores: ["s3://bad-inputs/x/?endpoint=http%3A%2F%2F127.0.0.1%3A${downPort}&region=us-east-1"]}
 `;
 
 function listAll(root: string): string[] {
@@ -80,23 +89,32 @@ function listAll(root: string): string[] {
       else out.push(relative(root, p));
     }
   };
-  walk(join(root, 's'));
+  walk(root);
   return out.sort();
 }
 
 describe('journals forks / prune: bad inputs (one line, exact exit code, nothing deleted)', { timeout: 240_000 }, () => {
   let cluster: Cluster;
+  let srv: S3Server;
 
   before(async () => {
+    srv = await startS3({ bucket: 'bad-inputs' });
+    // gazctl (and the broker) take the S3 credentials from the environment; a case may override.
+    process.env.AWS_ACCESS_KEY_ID = srv.credentials.accessKeyId;
+    process.env.AWS_SECRET_ACCESS_KEY = srv.credentials.secretAccessKey;
+    process.env.AWS_REGION = srv.credentials.region;
+    process.env.AWS_EC2_METADATA_DISABLED = 'true';
+    const downPort = await freePort();
     cluster = await startCluster({ brokers: 1 });
     const old = Date.now() / 1000 - 10 * 3600;
     const put = (rel: string, data: Buffer) => {
-      const f = join(cluster.fileRoot, 's', rel);
+      // bad/s3 lives in the S3 server's bucket (its posix backend: one file per object).
+      const f = rel.startsWith('bad/s3/') ? join(srv.dataDir, srv.bucket, 'x', rel) : join(cluster.fileRoot, 's', rel);
       mkdirSync(dirname(f), { recursive: true });
       writeFileSync(f, data);
       utimesSync(f, old, old);
     };
-    for (const j of ['bad/good', 'bad/gs', 'bad/junk']) {
+    for (const j of ['bad/good', 'bad/gs', 'bad/junk', 'bad/s3']) {
       const h = Buffer.from(`${j} `.repeat(40)).subarray(0, 200);
       // A chain [0, 100) [100, 200), and a superseded copy [0, 50): expired, and a dead-end.
       for (const [b, e] of [[0, 100], [100, 200], [0, 50]] as const) {
@@ -106,25 +124,29 @@ describe('journals forks / prune: bad inputs (one line, exact exit code, nothing
     }
     put('bad/junk/notes.txt', Buffer.from('not a fragment\n'));
     writeFileSync(join(cluster.fileRoot, 'plainfile'), 'a file, not a directory\n');
-    await gzOk(cluster, ['journals', 'apply'], { input: SPECS });
-    await waitForJournalsAssigned(cluster, ['bad/good', 'bad/gs', 'bad/junk'], 30_000);
+    await gzOk(cluster, ['journals', 'apply'], { input: specs(srv, downPort) });
+    await waitForJournalsAssigned(cluster, ['bad/good', 'bad/gs', 'bad/junk', 'bad/s3', 'bad/s3down'], 30_000);
   });
-  after(() => cluster?.stop());
+  after(async () => {
+    await cluster?.stop();
+    await srv?.stop();
+  });
 
   test(`the table has at least 15 cases (${CASES.length})`, () => {
     assert.ok(CASES.length >= 15);
   });
 
   for (const c of CASES) {
-    test(c.name, async () => {
-      const before = listAll(cluster.fileRoot);
+    test(c.name, async (t) => {
+      const before = [...listAll(cluster.fileRoot), ...listAll(join(srv.dataDir, srv.bucket))];
       const args = c.args.map((a) => a.replace('{root}', cluster.fileRoot));
       const r = await gz(cluster, args, { env: c.env ?? {}, timeoutMs: 60_000 });
       assert.equal(r.code, c.code, describeResult(args, r));
       const line = oneStderrLine(args, r);
       assert.match(line, /^gazctl: /);
+      t.diagnostic(line);
       for (const re of c.says) assert.match(line, re, describeResult(args, r));
-      assert.deepEqual(listAll(cluster.fileRoot), before, 'nothing deleted');
+      assert.deepEqual([...listAll(cluster.fileRoot), ...listAll(join(srv.dataDir, srv.bucket))], before, 'nothing deleted');
     });
   }
 });
