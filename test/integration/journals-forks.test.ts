@@ -1,7 +1,8 @@
 // Acceptance: `gazctl journals forks` (and `--prune`) against a reference Go broker.
 //
 // Each row of SHAPES is one journal whose stores hold fragment objects written directly into the
-// broker's file:// store directories: real content, named `<begin>-<end>-<sha1>.<ext>` with the
+// broker's stores, once with two file:// store directories and once with two prefixes of a
+// bucket on the S3 server (objects put with signed requests): real content, named `<begin>-<end>-<sha1>.<ext>` with the
 // SHA-1 of that content. A journal's true history H is fixed bytes; a divergent object holds H up
 // to its divergence offset and different bytes from there on. For every journal `forks -o json`
 // must report exactly the expected forks (object, kind, first differing offset). After
