@@ -2,8 +2,8 @@
 //
 // Each row of SHAPES is one journal whose stores hold fragment objects written directly into the
 // broker's stores, once with two file:// store directories and once with two prefixes of a
-// bucket on the S3 server (objects put with signed requests): real content, named `<begin>-<end>-<sha1>.<ext>` with the
-// SHA-1 of that content. A journal's true history H is fixed bytes; a divergent object holds H up
+// bucket on the S3 server (objects put with signed requests): real content, named
+// `<begin>-<end>-<sha1>.<ext>` with the SHA-1 of that content. A journal's true history H is fixed bytes; a divergent object holds H up
 // to its divergence offset and different bytes from there on. For every journal `forks -o json`
 // must report exactly the expected forks (object, kind, first differing offset). After
 // `--prune --yes`, each store holds exactly the objects it held minus the dead-ends, and a read
