@@ -375,6 +375,15 @@ function forkShapesSuite(title: string, start: () => Promise<{ cluster: Cluster;
       assert.deepEqual(await listAllStores(be), before);
     });
 
+    test('--prune --dry-run -o json: stdout is the document alone, the plan goes to stderr', async () => {
+      const before = await listAllStores(be);
+      const r = await gzOk(cluster, ['journals', 'forks', '-l', 'name=forks/nested', '-o', 'json', '--prune', '--dry-run', ...be.args]);
+      const doc = JSON.parse(r.stdout.toString('utf8')) as JsonDoc;
+      assert.deepEqual(doc.journals.map((j) => [j.journal, j.forks.length]), [['forks/nested', 2]]);
+      assert.equal(r.stderr, 'plan: delete 2 dead-end object(s), 40 B\n  forks/nested: 2 object(s), 40 B\ndry run: nothing deleted\n');
+      assert.deepEqual(await listAllStores(be), before);
+    });
+
     test('--prune without --yes and without a terminal refuses and deletes nothing', async () => {
       const before = await listAllStores(be);
       const args = ['journals', 'forks', '-l', 'name:prefix=forks/', '--prune', ...be.args];
