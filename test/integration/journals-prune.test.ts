@@ -14,7 +14,7 @@ import { mkdirSync, readdirSync, statSync, utimesSync, writeFileSync } from 'nod
 import { dirname, join, relative } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { startCluster, waitForJournalsAssigned, type Cluster } from '../../src/testing/index.js';
+import { s3Request, startCluster, startS3, waitForJournalsAssigned, type Cluster, type S3Server } from '../../src/testing/index.js';
 import { describeResult } from '../helpers/cli.js';
 import { gz, gzOk, oneStderrLine } from '../helpers/journals.js';
 
@@ -145,5 +145,84 @@ describe('journals prune (acceptance, file:// stores, Go broker)', { timeout: 18
   test('a second run finds only what the locked store kept', async () => {
     const r = await gzOk(cluster, ['journals', 'prune', '-l', 'name:prefix=prune/', '--dry-run', '--file-root', cluster.fileRoot]);
     assert.match(r.stdout.toString('utf8'), /^plan: delete 2 expired object\(s\), 200 B, of 3 journal\(s\)$/m);
+  });
+});
+
+describe('journals prune (acceptance, s3:// stores, Go broker)', { timeout: 180_000 }, () => {
+  // The S3 server's posix backend keeps each object as a file: utimes sets its LastModified, and
+  // an append-only directory makes the server fail deletes there (an internal error, retried by
+  // the SDK, then reported).
+  let srv: S3Server;
+  let cluster: Cluster;
+  let lockedDir = '';
+  const objs: (Obj & { prefix: string })[] = [
+    { journal: 'prune/s3', dir: '', prefix: 'ok/', b: 0, e: 100, age: 48, expired: true },
+    { journal: 'prune/s3', dir: '', prefix: 'ok/', b: 100, e: 200, age: 1, expired: false },
+    { journal: 'prune/s3', dir: '', prefix: 'ok/', b: 200, e: 300, age: 100, expired: false },
+    { journal: 'prune/s3', dir: '', prefix: 'stuck/', b: 0, e: 100, age: 48, expired: false },
+    { journal: 'prune/s3zero', dir: '', prefix: 'ok/', b: 0, e: 100, age: 1000, expired: false },
+    { journal: 'prune/s3zero', dir: '', prefix: 'ok/', b: 100, e: 200, age: 1000, expired: false },
+  ];
+  const key = (o: Obj & { prefix: string }) => o.prefix + relPath(o).replace(/^\//, '');
+  /** Every key under ok/prune/ and stuck/prune/ (not the brokers' health checks), from the server's own listing. */
+  const listBucket = async (): Promise<string[]> => {
+    const out: string[] = [];
+    for (const prefix of ['ok/prune/', 'stuck/prune/']) {
+      const res = await s3Request({ endpoint: srv.endpoint, credentials: srv.credentials, method: 'GET', path: `/${srv.bucket}`, query: { 'list-type': '2', prefix } });
+      const xml = await res.text();
+      assert.equal(res.status, 200, xml);
+      assert.doesNotMatch(xml, /<IsTruncated>true/);
+      for (const m of xml.matchAll(/<Key>([^<]*)<\/Key>/g)) out.push(m[1]!);
+    }
+    return out.sort();
+  };
+
+  before(async () => {
+    srv = await startS3({ bucket: 'prune' });
+    process.env.AWS_ACCESS_KEY_ID = srv.credentials.accessKeyId;
+    process.env.AWS_SECRET_ACCESS_KEY = srv.credentials.secretAccessKey;
+    process.env.AWS_REGION = srv.credentials.region;
+    process.env.AWS_EC2_METADATA_DISABLED = 'true';
+    cluster = await startCluster({ brokers: 1 });
+    const now = Date.now() / 1000;
+    for (const o of objs) {
+      const res = await s3Request({ endpoint: srv.endpoint, credentials: srv.credentials, method: 'PUT', path: `/${srv.bucket}/${key(o)}`, body: content(o) });
+      assert.equal(res.status, 200, await res.text());
+      const f = join(srv.dataDir, srv.bucket, key(o));
+      utimesSync(f, now - o.age * HOUR, now - o.age * HOUR);
+    }
+    lockedDir = join(srv.dataDir, srv.bucket, 'stuck', 'prune', 's3');
+    execFileSync('chattr', ['+a', lockedDir]);
+    const stores = (...p: string[]) => `[${p.map((x) => JSON.stringify(srv.storeUrl(x))).join(', ')}]`;
+    await gzOk(cluster, ['journals', 'apply'], {
+      input: `name: prune/
+replication: 1
+fragment: {length: 1024, compression_codec: NONE, refresh_interval: 1m}
+children:
+- name: prune/s3
+  fragment: {length: 1024, compression_codec: NONE, refresh_interval: 1m, retention: 24h, stores: ${stores('ok/', 'stuck/')}}
+- name: prune/s3zero
+  fragment: {length: 1024, compression_codec: NONE, refresh_interval: 1m, stores: ${stores('ok/')}}
+`,
+    });
+    await waitForJournalsAssigned(cluster, ['prune/s3', 'prune/s3zero'], 30_000);
+  });
+  after(async () => {
+    if (lockedDir) execFileSync('chattr', ['-a', lockedDir]);
+    await cluster?.stop();
+    await srv?.stop();
+  });
+
+  test('--yes deletes exactly the expired objects; a store failing deletes is one line, the other is pruned', async () => {
+    const before = await listBucket();
+    assert.deepEqual(before, objs.map(key).sort());
+    const args = ['journals', 'prune', '-l', 'name:prefix=prune/', '--yes'];
+    const r = await gz(cluster, args, { timeoutMs: 120_000 });
+    assert.equal(r.code, 1, describeResult(args, r));
+    assert.match(oneStderrLine(args, r), /^gazctl: store s3:\/\/prune\/stuck\/\?\S+: 1 delete\(s\) failed; those objects are left in place \(first: prune\/s3\/0{16}-0{14}64-/);
+    assert.match(r.stdout.toString('utf8'), /^plan: delete 2 expired object\(s\), 200 B, of 2 journal\(s\)$/m);
+    assert.match(r.stdout.toString('utf8'), /^deleted 1 of 2 object\(s\), 100 B$/m);
+    const gone = objs.filter((o) => o.expired).map(key);
+    assert.deepEqual(await listBucket(), before.filter((p) => !gone.includes(p)), 'exactly the expired objects are gone; retention 0 kept everything');
   });
 });
