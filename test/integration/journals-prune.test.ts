@@ -1,4 +1,5 @@
-// Acceptance: `gazctl journals prune` against a reference Go broker with file:// stores.
+// Acceptance: `gazctl journals prune` against a reference Go broker, with file:// stores and
+// then with s3:// stores on the S3 server (see the second suite).
 //
 // Fragment objects are written straight into the broker's store directories and aged with
 // utimes. prune must delete exactly the objects older than their journal's retention, in every
