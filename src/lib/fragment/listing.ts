@@ -12,10 +12,10 @@
 // whole listing with its StoreError, or, with `continueOnError`, is reported as one `failed`
 // entry while the other stores go on: a prune reports such stores and keeps working.
 
-import { sumToHex } from '../protocol/fragment.js';
 import type { JournalSpec } from '../protocol/gen/broker/protocol.js';
 import { StoreError, openStore, type FragmentStore, type OpenStoreOptions } from '../stores/index.js';
-import type { FragmentObject } from './objects.js';
+import { FragmentObjectParser, type FragmentObject } from './objects.js';
+import { ValidationError } from '../protocol/errors.js';
 
 /** The parts of a JournalSpec a listing needs. */
 export type ListableJournal = Pick<JournalSpec, 'name'> & { fragment?: Pick<NonNullable<JournalSpec['fragment']>, 'stores'> | undefined };
@@ -125,18 +125,20 @@ export async function* listFragmentObjects(
       const { journal, store } = tasks[next++]!;
       try {
         const s = storeFor(store);
-        for await (const l of s.listFragments(journal, { signal: stop.signal })) {
+        // One parser per journal and store: the journal's name is validated once, not once per
+        // object (at listing scale that check dominated the parse).
+        const parser = new FragmentObjectParser(journal);
+        for await (const o of s.list(`${journal}/`, { signal: stop.signal })) {
           if (stop.signal.aborted) return;
-          const path = `${journal}/${l.path}`;
-          if (l.kind === 'fragment') {
-            const f = l.fragment;
-            await queue.push({
-              kind: 'fragment',
-              object: { journal, begin: f.begin, end: f.end, sum: sumToHex(f.sum!), store, path, size: l.size, modTime: Number(f.mod_time) },
-            });
-          } else {
-            await queue.push({ kind: 'unparseable', object: { journal, store, path, size: l.size, modTime: unix(l.modTime), reason: l.reason } });
+          let object: FragmentObject;
+          try {
+            object = parser.parse(store, o.path, o.size, unix(o.modTime));
+          } catch (e) {
+            if (!(e instanceof ValidationError)) throw e;
+            await queue.push({ kind: 'unparseable', object: { journal, store, path: `${journal}/${o.path}`, size: o.size, modTime: unix(o.modTime), reason: e.message } });
+            continue;
           }
+          await queue.push({ kind: 'fragment', object });
         }
       } catch (e) {
         if (stop.signal.aborted) return;

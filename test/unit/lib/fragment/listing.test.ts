@@ -14,7 +14,7 @@ import {
 } from '../../../../src/lib/fragment/listing.js';
 import { planForks } from '../../../../src/lib/fragment/forks.js';
 import { sumFromHex } from '../../../../src/lib/protocol/fragment.js';
-import { StoreAuthError, StoreError, type FragmentListing, type FragmentStore } from '../../../../src/lib/stores/index.js';
+import { StoreAuthError, StoreError, type FragmentListing, type FragmentStore, type StoreObject } from '../../../../src/lib/stores/index.js';
 
 const SUM = 'aaf4c61ddcc5e8a2dabede0f3b482cd9aea9434d';
 const hex16 = (n: number) => n.toString(16).padStart(16, '0');
@@ -26,15 +26,23 @@ async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
   return out;
 }
 
-/** A store whose listFragments is `list`; everything else throws. */
+/**
+ * A store whose listFragments is `list`, and whose list of `<journal>/` yields the same entries
+ * as plain objects (the listing parses names itself); everything else throws.
+ */
 function fakeStore(url: string, list: (journal: string) => AsyncIterable<FragmentListing>): FragmentStore {
   const no = () => {
     throw new Error('not in this test');
   };
+  async function* objects(prefix: string): AsyncGenerator<StoreObject> {
+    for await (const l of list(prefix.replace(/\/$/, ''))) {
+      yield { path: l.path, size: l.size, modTime: l.kind === 'fragment' ? new Date(Number(l.fragment.mod_time) * 1000) : l.modTime };
+    }
+  }
   return {
     url,
     scheme: 'fake',
-    list: no,
+    list: objects,
     listFragments: list,
     exists: no,
     open: no,

@@ -1,0 +1,119 @@
+// The listing, comparison and delete machinery of `journals forks` / `journals prune`, on a
+// file:// store in a temp dir.
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { gzipSync } from 'node:zlib';
+
+import { StoreSet, compareWithChain, deleteObjects, listJournal } from '../../../src/cli/fragments-plan.js';
+import { planForks } from '../../../src/lib/fragment/forks.js';
+import { JournalSpec } from '../../../src/lib/protocol/gen/broker/protocol.js';
+import { FileStore, type FragmentStore } from '../../../src/lib/stores/index.js';
+
+const J = 'acme/events';
+const hex16 = (n: number) => n.toString(16).padStart(16, '0');
+const H = Buffer.from(Array.from({ length: 400 }, (_, i) => (i * 7 + 3) & 0xff));
+
+function spec(stores: string[]): JournalSpec {
+  return JournalSpec.fromPartial({ name: J, replication: 1, fragment: { stores } });
+}
+
+describe('fragments-plan', () => {
+  let root = '';
+  const put = (dir: string, b: number, e: number, opts: { div?: number; gz?: boolean; postfix?: string } = {}): string => {
+    const c = Buffer.from(H.subarray(b, e));
+    if (opts.div !== undefined) for (let i = opts.div - b; i < c.length; i++) c[i] = c[i]! ^ 0xff;
+    const name = `${hex16(b)}-${hex16(e)}-${createHash('sha1').update(c).digest('hex')}.${opts.gz ? 'gz' : 'raw'}`;
+    const rel = [J, ...(opts.postfix ? [opts.postfix] : []), name].join('/');
+    const f = join(root, dir, rel);
+    mkdirSync(dirname(f), { recursive: true });
+    writeFileSync(f, opts.gz ? gzipSync(c) : c);
+    return rel;
+  };
+
+  before(() => {
+    root = mkdtempSync(join(tmpdir(), 'gazctl-fplan-'));
+    mkdirSync(join(root, 'a'));
+    mkdirSync(join(root, 'b'));
+    put('a', 0, 100, { gz: true });
+    put('a', 100, 300);
+    put('b', 100, 300, { postfix: 'p=1' });
+    put('a', 0, 50); // superseded, same content
+    put('b', 120, 220, { div: 170, gz: true }); // divergent from 170
+    put('a', 250, 300, { div: 250 }); // differs from its first byte
+  });
+  after(() => rmSync(root, { recursive: true, force: true }));
+
+  it('lists every store of the spec, and reads each fork against the chain', async () => {
+    const stores = new StoreSet(root);
+    const l = await listJournal(spec(['file:///a/', 'file:///b/']), stores);
+    assert.deepEqual(l.problems, []);
+    assert.equal(l.objects.length, 6);
+    const plan = planForks(J, l.objects);
+    assert.deepEqual(plan.chain, { begin: 0n, end: 300n });
+    const got = await Promise.all(plan.forks.map(async (f) => `${f.object.begin}-${f.object.end} ${JSON.stringify(await compareWithChain(stores, plan, f.object), (_k, v: unknown) => (typeof v === 'bigint' ? Number(v) : v))}`));
+    assert.deepEqual(got, ['0-50 {"kind":"same"}', '120-220 {"kind":"differs","at":170}', '250-300 {"kind":"differs","at":250}']);
+  });
+
+  it('a missing object is "unread", not a difference', async () => {
+    const stores = new StoreSet(root);
+    const l = await listJournal(spec(['file:///a/']), stores);
+    const plan = planForks(J, l.objects);
+    const fork = { ...plan.forks[0]!.object, path: `${J}/gone.raw` };
+    const c = await compareWithChain(stores, plan, fork);
+    assert.equal(c.kind, 'unread');
+  });
+
+  it('reports unparseable objects, stores without a backend, and missing store directories, one line each', async () => {
+    writeFileSync(join(root, 'b', J, 'notes.txt'), 'x');
+    try {
+      const l = await listJournal(spec(['gs://bucket/x/', 'file:///missing/', 'file:///b/']), new StoreSet(root));
+      assert.equal(l.problems.length, 3, l.problems.join('\n'));
+      assert.match(l.problems[0]!, /^journal acme\/events: .*gs:\/\/.*no backend/);
+      assert.match(l.problems[1]!, /^journal acme\/events: store file:\/\/\/missing\/: directory .* is not reachable/);
+      assert.match(l.problems[2]!, /^journal acme\/events: store file:\/\/\/b\/: object acme\/events\/notes.txt is not a fragment/);
+      for (const p of l.problems) assert.ok(!p.includes('\n'));
+      const none = await listJournal(spec(['file:///a/']), new StoreSet(undefined));
+      assert.match(none.problems[0]!, /no local root directory/);
+    } finally {
+      rmSync(join(root, 'b', J, 'notes.txt'));
+    }
+  });
+
+  it('deletes in parallel; a store refusing deletes is one line, the others are deleted', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gazctl-fdel-'));
+    try {
+      mkdirSync(join(dir, 'ok', J), { recursive: true });
+      mkdirSync(join(dir, 'no', J), { recursive: true });
+      const objs = [];
+      for (const s of ['ok', 'no']) {
+        for (let i = 0; i < 5; i++) {
+          const path = `${J}/${hex16(i)}-${hex16(i + 1)}-${'0'.repeat(40)}.raw`;
+          writeFileSync(join(dir, s, path), 'x');
+          objs.push({ journal: J, begin: BigInt(i), end: BigInt(i + 1), sum: '0'.repeat(40), store: `file:///${s}/`, path, size: 1, modTime: 1 });
+        }
+      }
+      // Store file:///no/ refuses deletes as a permission problem.
+      const stores = new StoreSet(dir, (url) => {
+        const real = new FileStore(url, { root: dir });
+        if (url !== 'file:///no/') return real;
+        return Object.assign(Object.create(real) as FileStore, {
+          remove: async () => {
+            throw Object.assign(new Error('EACCES: permission denied'), { code: 'EACCES' });
+          },
+        }) as FragmentStore;
+      });
+      const res = await deleteObjects(stores, objs);
+      assert.equal(res.deleted, 5);
+      assert.equal(res.bytes, 5);
+      assert.equal(res.failures.length, 1);
+      assert.match(res.failures[0]!, /^store file:\/\/\/no\/: no permission to delete; 5 object\(s\) left in place \(first: acme\/events\/.*permission denied\)$/);
+      for (const o of objs) assert.equal(existsSync(join(dir, o.store.slice(8), o.path)), o.store === 'file:///no/', o.store + o.path);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
