@@ -19,6 +19,7 @@ import { codecFromExtension } from '../lib/protocol/fragment.js';
 import { CompressionCodec, JournalSpec_Suspend_Level, type JournalSpec } from '../lib/protocol/gen/broker/protocol.js';
 import { FileStore, openStore, type FragmentStore } from '../lib/stores/index.js';
 import { Progress } from './progress.js';
+import { mapLimit } from '../lib/concurrency.js';
 
 export interface Unparseable {
   store: string;
@@ -313,18 +314,6 @@ export async function deleteObjects(stores: StoreSet, objects: readonly Fragment
   return { deleted, bytes, failures };
 }
 
-export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (t: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
-}
 
 /** JSON text with bigints as exact integers. */
 export function jsonWithBigints(value: unknown, indent?: number): string {

@@ -11,7 +11,6 @@ import {
   deleteObjects,
   jsonWithBigints,
   listJournals,
-  mapLimit,
   writeHeadOf,
   type Comparison,
   type ListedJournal,
@@ -19,6 +18,7 @@ import {
 import { GazctlError } from '../../lib/protocol/errors.js';
 import { formatLabelSelector } from '../../lib/protocol/selector.js';
 import { forksReport, planForks, type ForkReportRow, type JournalForks, type JournalForksReport } from '../../lib/fragment/forks.js';
+import { mapLimit } from '../../lib/concurrency.js';
 
 const OPTIONS = options({
   selector: selector(true),
