@@ -72,6 +72,15 @@ try {
   const yaml = gazctl(['journals', 'list', '-l', 'app=demo', '-o', 'yaml'], env);
   writeFileSync(join(dir, 'listed.yaml'), yaml);
   gazctl(['journals', 'apply', '--specs', join(dir, 'listed.yaml'), '--dry-run'], env);
+
+  // Fragment operations: suspend an idle journal (persisting its last fragment), look for forks
+  // of every journal's history in the store, plan a retention prune and a head reset (dry runs:
+  // nothing changes), and check the store.
+  gazctl(['journals', 'suspend', '-l', 'name=demo/orders', '--force'], env);
+  gazctl(['journals', 'forks', '-l', 'app=demo', '--file-root', cluster.fileRoot], env);
+  gazctl(['journals', 'prune', '-l', 'app=demo', '--file-root', cluster.fileRoot, '--dry-run'], env);
+  gazctl(['journals', 'reset-head', '-l', 'name=demo/orders', '--dry-run'], env);
+  gazctl(['journals', 'store-health', 'file:///'], env);
   console.log('\ndemo finished: the listed YAML re-applies as a no-op (every journal unchanged).');
 } finally {
   await cluster.stop();
