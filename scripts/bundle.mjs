@@ -110,9 +110,9 @@ const impl = await build({
   ...common,
   stdin: { contents: commandsEntry, resolveDir: distSrc, sourcefile: 'commands-entry.js', loader: 'js' },
   outfile: join(outdir, 'commands-impl.cjs'),
-  // The prompt library is imported only when a destructive command asks on a terminal: loaded
-  // from node_modules then, it keeps half a megabyte of code out of every command's start-up.
-  external: ['@inquirer/prompts'],
+  // The prompt library stays inside the bundle: an import() of a package left outside would run
+  // in the code-cached script, where Node 20 gives it no module loader ("A dynamic import callback
+  // was not specified"). Bundled, esbuild turns it into a require that runs only at the prompt.
   plugins: [
     {
       name: 'shared-oclif-core',
