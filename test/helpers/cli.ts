@@ -142,3 +142,45 @@ export function describeResult(args: string[], r: GazctlResult): string {
   const out = r.stdout.length > 2000 ? `${r.stdout.subarray(0, 2000).toString('utf8')}… (${r.stdout.length} bytes)` : r.stdout.toString('utf8');
   return `gazctl ${args.join(' ')} → code ${r.code}${r.signal ? ` signal ${r.signal}` : ''}${r.timedOut ? ' (timed out)' : ''}\n--- stderr ---\n${r.stderr}--- stdout ---\n${out}`;
 }
+
+/**
+ * Runs our gazctl on a pseudo-terminal (util-linux `script`), as an operator at a shell would,
+ * and types `answer` (plus Enter) once `prompt` shows on the terminal. Resolves with everything
+ * the terminal showed (stdout and stderr together) and the exit code.
+ */
+export function runGazctlOnTerminal(
+  args: string[],
+  opts: { env?: Record<string, string>; prompt: RegExp; answer: string; timeoutMs?: number },
+): Promise<{ code: number | null; screen: string; answered: boolean }> {
+  const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+  const command = [process.execPath, GAZCTL_BIN, ...args].map(quote).join(' ');
+  const child = spawn('script', ['-qec', command, '/dev/null'], {
+    cwd: gazctlSandbox(),
+    env: { ...gazctlEnv(opts.env), TERM: 'dumb', NO_COLOR: '1' },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let screen = '';
+  let answered = false;
+  const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 60_000);
+  const onData = (b: Buffer) => {
+    screen += b.toString('utf8');
+    if (!answered && opts.prompt.test(screen)) {
+      answered = true;
+      child.stdin!.write(`${opts.answer}\r`);
+    }
+  };
+  child.stdout!.on('data', onData);
+  child.stderr!.on('data', onData);
+  child.stdin!.on('error', () => {});
+  return new Promise((resolve, reject) => {
+    child.once('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      child.stdin!.destroy();
+      resolve({ code, screen, answered });
+    });
+  });
+}

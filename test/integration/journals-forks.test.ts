@@ -17,7 +17,7 @@ import { after, before, describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 
 import { pollUntil, s3Request, startCluster, startS3, waitForJournalsAssigned, type Cluster, type S3Server } from '../../src/testing/index.js';
-import { describeResult } from '../helpers/cli.js';
+import { describeResult, runGazctlOnTerminal } from '../helpers/cli.js';
 import { gz, gzOk, listFragmentsAt, oneStderrLine, prng, tempDir } from '../helpers/journals.js';
 
 type Kind = 'dead-end' | 'gap' | 'ambiguous';
@@ -390,6 +390,16 @@ function forkShapesSuite(title: string, start: () => Promise<{ cluster: Cluster;
       const r = await gz(cluster, args);
       assert.equal(r.code, 2, describeResult(args, r));
       assert.match(oneStderrLine(args, r), /^gazctl: refusing to delete fragments without confirmation.*--yes/);
+      assert.deepEqual(await listAllStores(be), before);
+    });
+
+    test('--prune on a terminal asks first; answering no deletes nothing', async () => {
+      const before = await listAllStores(be);
+      const args = ['journals', 'forks', '-l', 'name:prefix=forks/', '--prune', ...be.args];
+      const r = await runGazctlOnTerminal(args, { env: { BROKER_ADDRESS: cluster.brokerAddress }, prompt: /Delete \d+ dead-end fragment object\(s\) \([^)]*\)\?/, answer: 'n' });
+      assert.ok(r.answered, `no prompt was shown:\n${r.screen}`);
+      assert.equal(r.code, 0, r.screen);
+      assert.match(r.screen, /^plan: delete \d+ dead-end object\(s\)/m);
       assert.deepEqual(await listAllStores(be), before);
     });
 
