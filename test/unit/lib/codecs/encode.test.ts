@@ -146,6 +146,15 @@ describe('xxh64', () => {
     assert.equal(xxh64(Buffer.from('a')).toString(16), 'd24ec4f1a98c6e5b');
     assert.equal(xxh64(Buffer.from('abc')).toString(16), '44bc2cf5ad770999');
   });
+
+  it('agrees with the checksum the zstd CLI writes, for lengths across the 32-byte stripes', () => {
+    for (const n of [31, 32, 33, 39, 63, 64, 100, 1000, 70001]) {
+      const input = randomBytes(n);
+      const frame = execFileSync('zstd', ['-q', '-c', '--check'], { input });
+      const want = frame.readUInt32LE(frame.length - 4);
+      assert.equal(Number(xxh64(input) & 0xffffffffn), want, `length ${n}`);
+    }
+  });
 });
 
 describe('snappy encoder', () => {
