@@ -5,8 +5,8 @@
 // * GZIP_OFFLOAD_DECOMPRESSION: the same gzip bytes; the persister stores them with
 //   `Content-Encoding: gzip` so that the store serves them decompressed.
 // * SNAPPY: the Snappy framing format (snappy-encode.ts).
-// * ZSTANDARD: the running Node's zlib zstd compressor when it has one, otherwise an
-//   uncompressed but valid zstd frame (zstd-encode.ts).
+// * ZSTANDARD: the running Node's zlib zstd compressor when it has one, otherwise our own frame
+//   writer (zstd-encode.ts; valid zstd, compressing less than libzstd).
 import { PassThrough, Readable, type Transform } from 'node:stream';
 import * as zlib from 'node:zlib';
 
@@ -29,7 +29,7 @@ export function compressesFor(codec: CompressionCodec): boolean {
     case CompressionCodec.SNAPPY:
       return true;
     case CompressionCodec.ZSTANDARD:
-      return nativeZstd() !== undefined;
+      return true;
     default:
       return false;
   }

@@ -1,24 +1,25 @@
 // A Zstandard frame writer for ZSTANDARD fragments. Node 20's zlib has no zstd and no
-// dependency of ours compresses it, so this writer DOES NOT COMPRESS: it emits one spec-valid
-// frame whose blocks are raw (stored) blocks, or RLE blocks where a block is a single repeated
-// byte, followed by the frame's content checksum (low 32 bits of XXH64). Any zstd decoder (the
-// `zstd` CLI, libzstd, fzstd) reads it; the object is only as large as its content plus a few
-// bytes per 128 KiB. Where the running Node's zlib has a zstd compressor, `compressor()` uses that
-// instead.
+// dependency of ours compresses it, so this is our own: one frame of blocks of up to 128 KiB,
+// each written as an RLE block (a single repeated byte), a compressed block (zstd-block.ts:
+// greedy matches, raw literals, predefined entropy tables; far from libzstd's ratio), or a raw
+// block where compressing would not save anything, then the frame's content checksum (low 32
+// bits of XXH64). Any zstd decoder (the `zstd` CLI, libzstd, fzstd) reads it. Where the running
+// Node's zlib has a zstd compressor, `compressor()` uses that instead.
 //
 // Frame layout written here:
 //   magic 28 B5 2F FD | frame header descriptor 0x04 (checksum flag; no content size, not single
 //   segment, no dictionary) | window descriptor 0x38 (window 128 KiB) | blocks... | checksum.
-// A block header is 3 bytes little-endian: bit 0 last block, bits 1-2 type (0 raw, 1 RLE),
-// bits 3-23 size (for RLE: the repeat count, followed by the one byte).
+// A block header is 3 bytes little-endian: bit 0 last block, bits 1-2 type (0 raw, 1 RLE,
+// 2 compressed), bits 3-23 size (for RLE: the repeat count, followed by the one byte).
 import { Transform, type TransformCallback } from 'node:stream';
 import { Xxh64 } from './xxh64.js';
+import { encodeZstdBlock } from './zstd-block.js';
 
 /** Largest block: with a 128 KiB window the format's 128 KiB maximum applies. */
 export const ZSTD_BLOCK_MAX = 128 * 1024;
 const FRAME_HEADER = Buffer.from([0x28, 0xb5, 0x2f, 0xfd, 0x04, 0x38]);
 
-function blockHeader(last: boolean, type: 0 | 1, size: number): Buffer {
+function blockHeader(last: boolean, type: 0 | 1 | 2, size: number): Buffer {
   const v = (last ? 1 : 0) | (type << 1) | (size << 3);
   return Buffer.from([v & 0xff, (v >>> 8) & 0xff, (v >>> 16) & 0xff]);
 }
@@ -30,7 +31,7 @@ function isRun(b: Uint8Array): boolean {
   return true;
 }
 
-/** A Transform writing its input as one uncompressed zstd frame with a content checksum. */
+/** A Transform writing its input as one zstd frame with a content checksum. */
 export class ZstdFrameEncoder extends Transform {
   private readonly sum = new Xxh64();
   private pending: Buffer[] = [];
@@ -79,6 +80,12 @@ export class ZstdFrameEncoder extends Transform {
   private block(data: Uint8Array, last: boolean): void {
     if (isRun(data)) {
       this.push(Buffer.concat([blockHeader(last, 1, data.length), Buffer.from([data[0]!])]));
+      return;
+    }
+    const compressed = data.length >= 64 ? encodeZstdBlock(data) : undefined;
+    if (compressed) {
+      this.push(blockHeader(last, 2, compressed.length));
+      this.push(compressed);
     } else {
       this.push(blockHeader(last, 0, data.length));
       if (data.length) this.push(Buffer.from(data));

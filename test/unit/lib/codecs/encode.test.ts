@@ -85,9 +85,9 @@ describe('compressor', () => {
     assert.deepEqual(await compressBuffer(CompressionCodec.NONE, input), input);
   });
 
-  it('GZIP and SNAPPY shrink text', async () => {
+  it('GZIP, SNAPPY and ZSTANDARD shrink text', async () => {
     const input = text(300 * 1024);
-    for (const codec of [CompressionCodec.GZIP, CompressionCodec.SNAPPY]) {
+    for (const codec of [CompressionCodec.GZIP, CompressionCodec.SNAPPY, CompressionCodec.ZSTANDARD]) {
       const out = await compressBuffer(codec, input);
       assert.ok(out.length < input.length / 2, `${CompressionCodec[codec]}: ${out.length} of ${input.length}`);
     }
@@ -130,6 +130,43 @@ describe('zstd frame writer', () => {
     const input = Buffer.concat([text(200000), Buffer.alloc(150000, 1)]);
     const stored = await compressBuffer(CompressionCodec.ZSTANDARD, input);
     assert.equal(sha1(await through(new ZstdDecoder(), stored)), sha1(input));
+  });
+
+  it('stores incompressible blocks raw', async () => {
+    const stored = await compressBuffer(CompressionCodec.ZSTANDARD, randomBytes(1000));
+    // header (6) + one raw block (3 + 1000) + checksum (4)
+    assert.equal(stored.length, 1013);
+    assert.equal(stored[6]! & 0x07, 0x01, 'last block, type raw');
+  });
+
+  it('writes compressed blocks for text, with long matches, long literals and far offsets', async () => {
+    const far = randomBytes(100_000);
+    const input = Buffer.concat([text(50_000), randomBytes(40_000), far.subarray(0, 5000), randomBytes(90_000), far.subarray(0, 5000), Buffer.alloc(300, 5), text(2000)]);
+    const stored = await compressBuffer(CompressionCodec.ZSTANDARD, input);
+    assert.ok(stored.length < input.length, `${stored.length} of ${input.length}`);
+    assert.equal(sha1(await through(new ZstdDecoder(), stored)), sha1(input));
+    execFileSync('zstd', ['-q', '-t'], { input: stored });
+    assert.equal(sha1(execFileSync('zstd', ['-q', '-dc'], { input: stored, maxBuffer: 64 << 20 })), sha1(input));
+  });
+
+  it('round-trips inputs with every range of literal and match lengths (seeded)', async () => {
+    let seed = 12345;
+    const rnd = (n: number) => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return seed % n;
+    };
+    const parts: Buffer[] = [];
+    for (let k = 0; k < 400; k++) {
+      const kind = rnd(3);
+      const len = [1, 3, 17, 70, 300, 5000, 40000][rnd(7)]!;
+      if (kind === 0) parts.push(randomBytes(len));
+      else if (kind === 1) parts.push(Buffer.from(Array.from({ length: len }, () => 97 + rnd(3))));
+      else if (parts.length) parts.push(parts[rnd(parts.length)]!.subarray(0, len));
+    }
+    const input = Buffer.concat(parts);
+    const stored = await compressBuffer(CompressionCodec.ZSTANDARD, input);
+    assert.equal(sha1(await through(new ZstdDecoder(), stored)), sha1(input));
+    assert.equal(sha1(execFileSync('zstd', ['-q', '-dc'], { input: stored, maxBuffer: 256 << 20 })), sha1(input));
   });
 
   it('turns a run into an RLE block', async () => {
