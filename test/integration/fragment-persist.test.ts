@@ -1,18 +1,20 @@
-// Fragments written by our persister, read back three ways: from the real S3 server (objects
-// decoded with the library's stores and decoders, SHA-1 checked, names parsed, signed URLs
-// fetched, the index built from the listing), and from a file:// store served by a reference Go
-// broker, which must list, parse and serve reads of them (codecs NONE, GZIP, SNAPPY, ZSTANDARD).
+// Fragments written by our persister, read back: from the real S3 server (objects decoded with
+// the library's stores and decoders, SHA-1 checked, names parsed, signed URLs fetched, the index
+// built from the listing), and from a file:// store served by a reference Go broker, which must
+// list, parse and serve reads of them (codecs NONE, GZIP, SNAPPY, ZSTANDARD). The other way
+// round, fragments the Go broker persists land in our index with the postfixes our template
+// evaluator computes for them.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { after, before, describe, it } from 'node:test';
 
-import { FragmentIndex, Persister, Spool, walkAllStores, type LocalFragment } from '../../src/core/fragment/index.js';
+import { evaluatePostfixTemplate, FragmentIndex, Persister, Spool, walkAllStores, type LocalFragment } from '../../src/core/fragment/index.js';
 import { decompressor } from '../../src/lib/codecs/index.js';
 import { collectFragmentObjects } from '../../src/lib/fragment/listing.js';
 import { fragmentContentPath, parseFragmentPath, sumToHex } from '../../src/lib/protocol/fragment.js';
-import { CompressionCodec, JournalClient, JournalSpec, nanosToDuration } from '../../src/lib/index.js';
+import { CompressionCodec, JournalClient, JournalSpec, nanosToDuration, Status } from '../../src/lib/index.js';
 import { FileStore, S3Store } from '../../src/lib/stores/index.js';
 import { pollUntil, startCluster, startS3, waitForJournalsAssigned, type Cluster, type S3Server } from '../../src/testing/index.js';
 
@@ -134,7 +136,7 @@ describe('persisting to s3://', { timeout: 120_000 }, () => {
   });
 });
 
-describe('a Go broker serves fragments we persisted to file://', { timeout: 180_000 }, () => {
+describe('a reference Go broker and our fragment layer on one file:// store', { timeout: 180_000 }, () => {
   const NAME = 'persist/go-reads';
   let cluster: Cluster | undefined;
   let client: JournalClient;
@@ -184,5 +186,54 @@ describe('a Go broker serves fragments we persisted to file://', { timeout: 180_
       listing.map((f) => [f.spec!.compression_codec, f.spec!.path_postfix.replace(/^date=\d{4}-\d{2}-\d{2}$/, 'date')]),
       CODECS.map((c) => [c, 'date']),
     );
+  });
+
+  it("lists the Go broker's own fragments into our index, with the postfixes our evaluator gives", async () => {
+    const name = 'persist/go-writes';
+    const template = 'b={{ .Spool.Begin }}/c={{ .Spool.CompressionCodec }}/y={{ .Spool.FirstAppendTime.Format "2006" }}/';
+    const spec = JournalSpec.fromPartial({
+      name,
+      replication: 1,
+      fragment: {
+        length: 32n * 1024n, // small, so the Go broker rolls and persists as we append
+        compression_codec: CompressionCodec.SNAPPY,
+        stores: ['file:///'],
+        refresh_interval: nanosToDuration(1_000_000_000n),
+        path_postfix_template: template,
+      },
+    });
+    await client.apply([{ expect_mod_revision: 0n, upsert: spec, delete: '' }]);
+    await waitForJournalsAssigned(cluster!, [name], 30_000);
+    for (let a = 0; a < 4; a++) {
+      const app = client.append(name);
+      await app.write(content(`go-append-${a}`, 800));
+      assert.equal((await app.commit()).status, Status.OK);
+    }
+    const open = (url: string) => new FileStore(url, { root: cluster!.fileRoot });
+    const set = await pollUntil(
+      'fragments persisted by the Go broker',
+      async () => {
+        const got = await walkAllStores(name, ['file:///'], open);
+        return got.size >= 3 ? got : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 300 },
+    );
+    const index = new FragmentIndex(name, { openStore: open });
+    index.replaceRemote(set);
+    for (const f of index.fragments()) {
+      assert.equal(f.compression_codec, CompressionCodec.SNAPPY);
+      // The Go broker's first-append time is its own; take its year from the postfix.
+      const year = Number(/\/y=(\d{4})$/.exec(f.path_postfix)?.[1]);
+      assert.ok(year > 2000, f.path_postfix);
+      const firstAppendTime = new Date(Date.UTC(year, 5, 1));
+      const ours = evaluatePostfixTemplate(template, { journal: name, begin: f.begin, end: f.end, compressionCodec: f.compression_codec, firstAppendTime }, spec);
+      assert.equal(f.path_postfix + '/', ours, `postfix of [${f.begin}, ${f.end})`);
+      // The object decodes to its sum with our decoder.
+      const stored = await open('file:///').get(fragmentContentPath(f));
+      assert.equal(sha1(await decode(f.compression_codec, stored)), sumToHex(f.sum));
+    }
+    const q = await index.query({ offset: 0n });
+    assert.equal(q.status, Status.OK);
+    assert.equal(q.fragment.begin, 0n);
   });
 });
