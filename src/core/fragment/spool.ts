@@ -44,48 +44,65 @@ export const spoolStats = {
   completed: 0,
 };
 
-const finalizer = new FinalizationRegistry<{ fd: number; size: () => number; closed: { v: boolean } }>((h) => {
-  if (h.closed.v) return;
-  h.closed.v = true;
+/** What the finalizer needs of a SpoolFile; it must not refer back to the SpoolFile itself. */
+interface FileHandleState {
+  fd: number;
+  written: number;
+  closed: boolean;
+}
+
+function closeHandle(h: FileHandleState): void {
+  if (h.closed) return;
+  h.closed = true;
   spoolStats.openFiles--;
-  spoolStats.bytesOnDisk -= h.size();
+  spoolStats.bytesOnDisk -= h.written;
   try {
     fs.closeSync(h.fd);
   } catch {
     /* already closed */
   }
-});
+}
+
+const finalizer = new FinalizationRegistry<FileHandleState>(closeHandle);
 
 /** An unlinked temporary file holding one spool's content from offset 0 (= the spool's begin). */
 export class SpoolFile {
-  readonly fd: number;
-  private written = 0;
-  private readonly closed = { v: false };
+  private readonly h: FileHandleState;
 
   constructor(dir: string = tmpdir()) {
     const path = join(dir, `spool-${process.pid}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`);
-    this.fd = fs.openSync(path, 'wx+', 0o600);
-    fs.unlinkSync(path);
+    const fd = fs.openSync(path, 'wx+', 0o600);
+    try {
+      fs.unlinkSync(path);
+    } catch (e) {
+      fs.closeSync(fd);
+      throw e;
+    }
+    this.h = { fd, written: 0, closed: false };
     spoolStats.openFiles++;
-    finalizer.register(this, { fd: this.fd, size: () => this.written, closed: this.closed }, this);
+    finalizer.register(this, this.h, this);
+  }
+
+  get fd(): number {
+    return this.h.fd;
   }
 
   /** Bytes written to the file (its length). */
   get size(): number {
-    return this.written;
+    return this.h.written;
   }
 
   get isClosed(): boolean {
-    return this.closed.v;
+    return this.h.closed;
   }
 
   writeAt(data: Uint8Array, position: number): void {
     let done = 0;
-    while (done < data.length) done += fs.writeSync(this.fd, data, done, data.length - done, position + done);
+    while (done < data.length) done += fs.writeSync(this.h.fd, data, done, data.length - done, position + done);
     const end = position + data.length;
-    if (end > this.written) {
-      spoolStats.bytesOnDisk += end - this.written;
-      this.written = end;
+    if (end > this.h.written) {
+      spoolStats.bytesOnDisk += end - this.h.written;
+      this.h.written = end;
     }
   }
 
@@ -94,7 +111,7 @@ export class SpoolFile {
     const buf = Buffer.allocUnsafe(length);
     let got = 0;
     while (got < length) {
-      const n = fs.readSync(this.fd, buf, got, length - got, position + got);
+      const n = fs.readSync(this.h.fd, buf, got, length - got, position + got);
       if (n === 0) break;
       got += n;
     }
@@ -125,12 +142,8 @@ export class SpoolFile {
 
   /** Closes the descriptor now (otherwise closed when the file is garbage collected). */
   close(): void {
-    if (this.closed.v) return;
-    this.closed.v = true;
     finalizer.unregister(this);
-    spoolStats.openFiles--;
-    spoolStats.bytesOnDisk -= this.written;
-    fs.closeSync(this.fd);
+    closeHandle(this.h);
   }
 }
 

@@ -2,10 +2,12 @@
 // primary's roll rules.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
 
 import {
   fragmentEquals,
@@ -190,6 +192,33 @@ describe('Spool', () => {
     const s = new Spool(J, { dir });
     s.apply(Buffer.from('content'));
     assert.deepEqual(readdirSync(dir), []);
+  });
+
+  it('closes spool files that nothing refers to any more (in a child with --expose-gc)', () => {
+    const spoolJs = fileURLToPath(new URL('../../../../src/core/fragment/spool.js', import.meta.url));
+    const script = `
+      const { Spool, spoolStats } = await import(${JSON.stringify(spoolJs)});
+      const make = () => {
+        const s = new Spool('j');
+        s.apply(Buffer.alloc(1000, 1));
+        s.applyProposal(s.next(), { labels: [] });
+        return s.roll();
+      };
+      const kept = make();
+      const drop = () => {
+        for (let i = 0; i < 19; i++) make();
+      };
+      drop();
+      const before = spoolStats.openFiles;
+      for (let i = 0; i < 100 && spoolStats.openFiles > 1; i++) {
+        globalThis.gc();
+        await new Promise((r) => setImmediate(r));
+      }
+      console.log(JSON.stringify({ before, after: spoolStats.openFiles, bytes: spoolStats.bytesOnDisk, kept: kept.file.isClosed }));
+    `;
+    const out = JSON.parse(execFileSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], { encoding: 'utf8' }));
+    assert.equal(out.before, 20);
+    assert.deepEqual({ after: out.after, bytes: out.bytes, kept: out.kept }, { after: 1, bytes: 1000, kept: false });
   });
 
   it('readLocal refuses offsets outside the fragment', () => {
