@@ -274,8 +274,18 @@ export class Persister {
   private async acquire(signal?: AbortSignal): Promise<void> {
     while (this.running >= this.concurrency) {
       if (signal?.aborted) throw signal.reason;
-      await new Promise<void>((resolve) => this.waiters.push(resolve));
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          signal?.removeEventListener('abort', wake);
+          const i = this.waiters.indexOf(wake);
+          if (i !== -1) this.waiters.splice(i, 1);
+          resolve();
+        };
+        this.waiters.push(wake);
+        signal?.addEventListener('abort', wake, { once: true });
+      });
     }
+    if (signal?.aborted) throw signal.reason;
     this.running++;
   }
 

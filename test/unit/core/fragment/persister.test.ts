@@ -152,6 +152,35 @@ describe('Persister', () => {
     assert.equal(p.pendingBytes, 0);
   });
 
+  it('runs at most `concurrency` persists at once; a waiting one can be aborted', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let active = 0;
+    let most = 0;
+    const slow: FragmentStore = Object.assign(Object.create(store) as FragmentStore, {
+      put: async (...a: Parameters<FragmentStore['put']>) => {
+        active++;
+        most = Math.max(most, active);
+        await gate;
+        active--;
+        return store.put(...a);
+      },
+    });
+    const p = new Persister({ openStore: () => slow, concurrency: 2 });
+    const jobs = [0, 1, 2, 3].map((i) => p.persist(closedSpool(`concurrent ${i}`, CompressionCodec.NONE, BigInt(i * 1000)), spec(CompressionCodec.NONE)));
+    // Wait until two puts are in the store (the others wait for a slot).
+    for (let i = 0; i < 100_000 && active < 2; i++) await new Promise((r) => setImmediate(r));
+    assert.equal(active, 2);
+    const ac = new AbortController();
+    const waiting = p.persist(closedSpool('aborted while waiting', CompressionCodec.NONE, 9000n), spec(CompressionCodec.NONE), { signal: ac.signal });
+    ac.abort(new Error('not needed'));
+    await assert.rejects(waiting, /not needed/);
+    release();
+    assert.equal((await Promise.all(jobs)).filter(Boolean).length, 4);
+    assert.equal(most, 2);
+    await p.idle();
+  });
+
   it('falls back to the next store on a permission error while exiting', async () => {
     const other = new FileStore('file:///other/', { root });
     const denied: FragmentStore = Object.assign(Object.create(store) as FragmentStore, {
