@@ -159,6 +159,18 @@ export class FragmentIndex {
     }
   }
 
+  /**
+   * Adds one stored fragment now, without waiting for the next listing (e.g. the fragment a
+   * flush just persisted); local fragments it covers are dropped.
+   */
+  addRemote(f: Fragment): void {
+    const one = new CoverSet([f]);
+    const keep = new Set(coverSetDifference(this.localSet, one));
+    this.localSet = new CoverSet([...this.localSet].filter((m) => keep.has(m)));
+    this.set.add(f);
+    this.notify();
+  }
+
   /** Fails pending and later blocking queries (the journal left this broker). */
   close(err: Error = new IndexClosedError(`index of ${this.journal} is closed`)): void {
     this.closed = err;

@@ -34,9 +34,8 @@
 // Persisting: `await persister.persist(lf, journalSpec, { signal, exiting })` resolves with the
 // stored fragment (backing_store, path_postfix, an approximate mod_time) once the object is in
 // the journal's first store; it retries with backoff meanwhile, and is idempotent. After it
-// resolves, the next index refresh replaces the local fragment with the stored one (call
-// `runIndexRefresh`'s listing early, or `index.replaceRemote(await walkAllStores(...))`, to make
-// that immediate, as an on-demand flush should). `persister.pendingBytes` and the hooks feed
+// resolves, the next index refresh replaces the local fragment with the stored one; an
+// on-demand flush should make that immediate with `index.addRemote(fragment)`. `persister.pendingBytes` and the hooks feed
 // metrics; `spoolStats` counts spool files and bytes on disk.
 //
 // Codecs come from the library (`compressor(codec)` in src/lib/codecs); ZSTANDARD is written as

@@ -91,6 +91,21 @@ describe('FragmentIndex', () => {
     assert.equal(ix.localOf(m[0]!), undefined);
   });
 
+  it('addRemote replaces the local fragment a flush persisted at once', async () => {
+    const ix = new FragmentIndex(J, { now: () => NOW });
+    const s = spoolWith(0n, 'flushed');
+    ix.spoolCommit(s.local());
+    ix.addRemote(remote(0n, 7n));
+    const m = ix.fragments();
+    assert.equal(m.length, 1);
+    assert.equal(m[0]!.backing_store, 'file:///s/');
+    const r = await ix.query({ offset: 0n });
+    assert.equal(r.status === Status.OK && r.local, undefined);
+    // A later listing without it does not bring the local fragment back.
+    ix.replaceRemote([]);
+    assert.equal(ix.fragments().length, 0);
+  });
+
   it('resolves firstRefresh on the first listing', async () => {
     const ix = new FragmentIndex(J);
     assert.equal(ix.hasRefreshed, false);
