@@ -44,6 +44,9 @@ export const spoolStats = {
   completed: 0,
 };
 
+/** A read or write of a SpoolFile after `close()`. */
+export class SpoolFileClosedError extends Error {}
+
 /** What the finalizer needs of a SpoolFile; it must not refer back to the SpoolFile itself. */
 interface FileHandleState {
   fd: number;
@@ -97,6 +100,7 @@ export class SpoolFile {
   }
 
   writeAt(data: Uint8Array, position: number): void {
+    this.checkOpen();
     let done = 0;
     while (done < data.length) done += fs.writeSync(this.h.fd, data, done, data.length - done, position + done);
     const end = position + data.length;
@@ -108,6 +112,7 @@ export class SpoolFile {
 
   /** Up to `length` bytes at `position` (fewer only at the end of the file). */
   readAt(position: number, length: number): Buffer {
+    this.checkOpen();
     const buf = Buffer.allocUnsafe(length);
     let got = 0;
     while (got < length) {
@@ -138,6 +143,11 @@ export class SpoolFile {
         }
       },
     });
+  }
+
+  /** A closed descriptor's number may belong to another file by now: never use it. */
+  private checkOpen(): void {
+    if (this.h.closed) throw new SpoolFileClosedError('spool file is closed');
   }
 
   /** Closes the descriptor now (otherwise closed when the file is garbage collected). */

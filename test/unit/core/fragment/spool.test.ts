@@ -16,6 +16,7 @@ import {
   rollReason,
   Spool,
   SpoolDeltaError,
+  SpoolFileClosedError,
   streamLocal,
   type LocalFragment,
 } from '../../../../src/core/fragment/spool.js';
@@ -219,6 +220,16 @@ describe('Spool', () => {
     const out = JSON.parse(execFileSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], { encoding: 'utf8' }));
     assert.equal(out.before, 20);
     assert.deepEqual({ after: out.after, bytes: out.bytes, kept: out.kept }, { after: 1, bytes: 1000, kept: false });
+  });
+
+  it('refuses reads of a closed spool file', () => {
+    const s = new Spool(J, { dir });
+    s.apply(Buffer.from('abc'));
+    s.applyProposal(s.next(), REGS);
+    const lf = s.roll()!;
+    lf.file!.close();
+    assert.throws(() => readLocal(lf, 0n, 3), SpoolFileClosedError);
+    lf.file!.close(); // idempotent
   });
 
   it('readLocal refuses offsets outside the fragment', () => {
