@@ -1,7 +1,7 @@
 // Fragment compression codecs: which ones this Node can decode, and a decompressing stream for
-// each. NONE needs none; GZIP is a (possibly multi-member) gzip stream; SNAPPY is the framed
-// snappy format; ZSTANDARD is decoded by a pure-JS decoder (zstd.ts), since Node 20's zlib has
-// none (a zlib that has one is preferred).
+// each (the compressing streams are in compress.ts). NONE needs none; GZIP is a (possibly
+// multi-member) gzip stream; SNAPPY is the framed snappy format; ZSTANDARD is decoded by a
+// pure-JS decoder (zstd.ts), since Node 20's zlib has none (a zlib that has one is preferred).
 // GZIP_OFFLOAD_DECOMPRESSION objects are stored as gzip and served decompressed by the store, so
 // the caller decides whether bytes arrive compressed.
 import * as zlib from 'node:zlib';
@@ -11,6 +11,10 @@ import { ZstdDecoder } from './zstd.js';
 
 export { ZstdDecoder, ZstdError } from './zstd.js';
 export { decodeSnappyBlock, SnappyFramedDecoder, SnappyError, crc32c, maskedCrc32c } from './snappy.js';
+export { encodeSnappyBlock, snappyFramedChunk, SnappyFramedEncoder, SNAPPY_STREAM_IDENTIFIER } from './snappy-encode.js';
+export { ZstdFrameEncoder, ZSTD_BLOCK_MAX } from './zstd-encode.js';
+export { Xxh64, xxh64 } from './xxh64.js';
+export { compressor, compressBuffer, canEncode, compressesFor } from './compress.js';
 
 /** Output chunk size of the decompressors. */
 export const CHUNK = 256 * 1024;

@@ -1,0 +1,80 @@
+// Compressing streams, one per fragment codec: what a broker writes when it persists a spool.
+//
+// * NONE: the bytes as they are (a PassThrough).
+// * GZIP: one RFC 1952 gzip member (readers accept several concatenated members too).
+// * GZIP_OFFLOAD_DECOMPRESSION: the same gzip bytes; the persister stores them with
+//   `Content-Encoding: gzip` so that the store serves them decompressed.
+// * SNAPPY: the Snappy framing format (snappy-encode.ts).
+// * ZSTANDARD: the running Node's zlib zstd compressor when it has one, otherwise our own frame
+//   writer (zstd-encode.ts; valid zstd, compressing less than libzstd).
+import { PassThrough, Readable, type Transform } from 'node:stream';
+import * as zlib from 'node:zlib';
+
+import { CompressionCodec } from '../protocol/gen/broker/protocol.js';
+import { SnappyFramedEncoder } from './snappy-encode.js';
+import { ZstdFrameEncoder } from './zstd-encode.js';
+
+type ZstdCompressFactory = () => Transform;
+
+function nativeZstd(): ZstdCompressFactory | undefined {
+  const f = (zlib as unknown as { createZstdCompress?: ZstdCompressFactory }).createZstdCompress;
+  return typeof f === 'function' ? () => f.call(zlib) : undefined;
+}
+
+/** Whether `compressor(codec)` produces output that actually shrinks compressible input. */
+export function compressesFor(codec: CompressionCodec): boolean {
+  switch (codec) {
+    case CompressionCodec.GZIP:
+    case CompressionCodec.GZIP_OFFLOAD_DECOMPRESSION:
+    case CompressionCodec.SNAPPY:
+      return true;
+    case CompressionCodec.ZSTANDARD:
+      return true;
+    default:
+      return false;
+  }
+}
+
+/** Whether this Node can write `codec`. */
+export function canEncode(codec: CompressionCodec): boolean {
+  switch (codec) {
+    case CompressionCodec.NONE:
+    case CompressionCodec.GZIP:
+    case CompressionCodec.GZIP_OFFLOAD_DECOMPRESSION:
+    case CompressionCodec.SNAPPY:
+    case CompressionCodec.ZSTANDARD:
+      return true;
+    default:
+      return false;
+  }
+}
+
+/** A stream turning content into `codec`'s stored bytes. Throws for a codec `canEncode` refuses. */
+export function compressor(codec: CompressionCodec): Transform {
+  switch (codec) {
+    case CompressionCodec.NONE:
+      return new PassThrough();
+    case CompressionCodec.GZIP:
+    case CompressionCodec.GZIP_OFFLOAD_DECOMPRESSION:
+      return zlib.createGzip();
+    case CompressionCodec.SNAPPY:
+      return new SnappyFramedEncoder();
+    case CompressionCodec.ZSTANDARD:
+      return (nativeZstd() ?? (() => new ZstdFrameEncoder()))();
+    default:
+      throw new Error(`no encoder for codec ${CompressionCodec[codec] ?? codec}`);
+  }
+}
+
+/** Compresses `content` whole with `codec`. */
+export async function compressBuffer(codec: CompressionCodec, content: Uint8Array | Iterable<Uint8Array> | AsyncIterable<Uint8Array>): Promise<Buffer> {
+  const c = compressor(codec);
+  const src = content instanceof Uint8Array ? Readable.from([content]) : Readable.from(content);
+  const out: Buffer[] = [];
+  const done = (async () => {
+    for await (const b of c) out.push(b as Buffer);
+  })();
+  src.pipe(c);
+  await Promise.all([done, new Promise<void>((res, rej) => { src.on('end', res); src.on('error', rej); })]);
+  return Buffer.concat(out);
+}
