@@ -20,6 +20,7 @@ import {
   type ReadResponse,
   type Route,
 } from '../protocol/gen/broker/protocol.js';
+import { decodeListResponse } from '../protocol/fast-decode.js';
 import { applyInBatches, type ApplyOptions, type ApplyResult } from './apply.js';
 import { nanosToDuration } from '../protocol/duration.js';
 import { BrokerStatusError, GazctlError, TransportError } from '../protocol/errors.js';
@@ -92,7 +93,9 @@ export class JournalClient extends ServiceClient implements ReadTransport, Appen
 
   private openList(req: ListRequest, deadline?: number): ClientReadableStream<ListResponse> {
     const md = this.pool.metadata(claimsFor.journalList(req.selector));
-    return this.pool.journal().list(req, md, deadline !== undefined ? { deadline } : {});
+    return this.pool
+      .journal()
+      .makeServerStreamRequest(JournalService.list.path, JournalService.list.requestSerialize, decodeListResponse, req, md, deadline !== undefined ? { deadline } : {});
   }
 
   /** Lists journals matching `selector`, merging the streamed snapshot into one response. */

@@ -1,0 +1,221 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+
+import { decodeListResponse } from '../../../../src/lib/protocol/fast-decode.js';
+import { ListResponse, type ListResponse_Journal } from '../../../../src/lib/protocol/gen/broker/protocol.js';
+
+// A small deterministic PRNG (mulberry32), so a failure names a reproducible seed.
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+type Rand = () => number;
+const int = (r: Rand, n: number) => Math.floor(r() * n);
+const chance = (r: Rand, p: number) => r() < p;
+
+const ALPHABETS = ['abcdefghijklmnopqrstuvwxyz/-_.=0123456789', 'Zürich-東京-ß-é', '\uFEFF\u0000\u007f\u0080😀'];
+
+function str(r: Rand, max = 40): string {
+  if (chance(r, 0.15)) return '';
+  const alpha = ALPHABETS[chance(r, 0.8) ? 0 : int(r, ALPHABETS.length)]!;
+  const chars = Array.from(alpha);
+  let s = '';
+  const n = 1 + int(r, max);
+  for (let i = 0; i < n; i++) s += chars[int(r, chars.length)];
+  return s;
+}
+
+/** A bigint spread over small, 2^49-ish and full 64-bit magnitudes, signed or not. */
+function big(r: Rand, signed: boolean): bigint {
+  const k = int(r, 6);
+  if (k === 0) return 0n;
+  if (k === 1) return BigInt(int(r, 1000));
+  if (k === 2) return BigInt(int(r, 2 ** 30)) * BigInt(1 + int(r, 2 ** 22));
+  if (k === 3) return 2n ** 49n - 1n + BigInt(int(r, 3));
+  const v = (BigInt(int(r, 2 ** 32)) << 32n) | BigInt(int(r, 2 ** 32));
+  return signed ? BigInt.asIntN(64, v) : v;
+}
+
+function i32(r: Rand): number {
+  const k = int(r, 5);
+  if (k === 0) return 0;
+  if (k === 1) return -1;
+  if (k === 2) return int(r, 200);
+  if (k === 3) return int(r, 2 ** 31) | 0;
+  return -int(r, 2 ** 31);
+}
+
+const maybe = <T>(r: Rand, f: () => T): T | undefined => (chance(r, 0.7) ? f() : undefined);
+
+function duration(r: Rand) {
+  return { seconds: big(r, true), nanos: i32(r) };
+}
+
+function journal(r: Rand): ListResponse_Journal {
+  return {
+    spec: maybe(r, () => ({
+      name: str(r, 60),
+      replication: i32(r),
+      labels: maybe(r, () => ({
+        labels: Array.from({ length: int(r, 5) }, () => ({ name: str(r), value: str(r), prefix: chance(r, 0.3) })),
+      })),
+      fragment: maybe(r, () => ({
+        length: big(r, true),
+        compression_codec: int(r, 6),
+        stores: Array.from({ length: int(r, 3) }, () => str(r)),
+        refresh_interval: maybe(r, () => duration(r)),
+        retention: maybe(r, () => duration(r)),
+        flush_interval: maybe(r, () => duration(r)),
+        path_postfix_template: str(r),
+      })),
+      flags: chance(r, 0.5) ? int(r, 8) : int(r, 2 ** 32),
+      max_append_rate: big(r, true),
+      suspend: maybe(r, () => ({ level: int(r, 3), offset: big(r, true) })),
+    })),
+    mod_revision: big(r, true),
+    route: maybe(r, () => ({
+      members: Array.from({ length: int(r, 4) }, () => ({ zone: str(r), suffix: str(r) })),
+      primary: i32(r),
+      endpoints: Array.from({ length: int(r, 4) }, () => str(r)),
+    })),
+    create_revision: big(r, true),
+  };
+}
+
+function listResponse(r: Rand): ListResponse {
+  return {
+    status: chance(r, 0.8) ? 0 : i32(r),
+    header: maybe(r, () => ({
+      process_id: maybe(r, () => ({ zone: str(r), suffix: str(r) })),
+      route: maybe(r, () => ({ members: [{ zone: str(r), suffix: str(r) }], primary: i32(r), endpoints: [str(r)] })),
+      etcd: maybe(r, () => ({ cluster_id: big(r, false), member_id: big(r, false), revision: big(r, true), raft_term: big(r, false) })),
+    })),
+    journals: Array.from({ length: int(r, 12) }, () => journal(r)),
+  };
+}
+
+function encode(m: ListResponse): Buffer {
+  return Buffer.from(ListResponse.encode(m).finish());
+}
+
+/** Both decoders on `bytes`: the same message, or both throw the same error. */
+function same(bytes: Uint8Array, what: string): void {
+  let want: ListResponse | undefined;
+  let wantErr: unknown;
+  try {
+    want = ListResponse.decode(bytes);
+  } catch (err) {
+    wantErr = err;
+  }
+  if (wantErr !== undefined) {
+    assert.throws(() => decodeListResponse(bytes), { message: (wantErr as Error).message }, what);
+    return;
+  }
+  assert.deepStrictEqual(decodeListResponse(bytes), want, what);
+}
+
+describe('decodeListResponse', () => {
+  it('decodes random messages exactly as the generated decoder', () => {
+    for (let seed = 1; seed <= 1500; seed++) {
+      const r = rng(seed);
+      const m = listResponse(r);
+      const bytes = encode(m);
+      const got = decodeListResponse(bytes);
+      assert.deepStrictEqual(got, ListResponse.decode(bytes), `seed ${seed}`);
+      // Encoding drops default-valued fields; the round trip restores exactly that message.
+      assert.deepStrictEqual(got, ListResponse.decode(encode(got)), `seed ${seed} round trip`);
+    }
+  });
+
+  it('matches the generated decoder on mutated, truncated and extended messages', () => {
+    for (let seed = 1; seed <= 3000; seed++) {
+      const r = rng(seed * 7919);
+      const bytes = encode(listResponse(r));
+      const m = Buffer.from(bytes);
+      const k = int(r, 5);
+      let mutated: Buffer;
+      if (k === 0 && m.length > 0) {
+        // Flip a few random bytes (tags, lengths, varints and string bytes alike).
+        for (let i = 0, n = 1 + int(r, 3); i < n; i++) m[int(r, m.length)] = int(r, 256);
+        mutated = m;
+      } else if (k === 1) {
+        mutated = m.subarray(0, int(r, m.length + 1));
+      } else if (k === 2) {
+        // An unknown field (number 100, varint) at the top level.
+        mutated = Buffer.concat([m, Buffer.from([0xa0, 0x06, 0x01])]);
+      } else if (k === 3) {
+        // Random trailing bytes.
+        mutated = Buffer.concat([m, Buffer.from(Array.from({ length: 1 + int(r, 6) }, () => int(r, 256)))]);
+      } else {
+        // Invalid UTF-8 inside string fields: replace every 'a' byte by a lone continuation byte.
+        for (let i = 0; i < m.length; i++) if (m[i] === 0x61 && chance(r, 0.5)) m[i] = 0x80 | int(r, 0x40);
+        mutated = m;
+      }
+      same(mutated, `seed ${seed} mutation ${k}`);
+    }
+  });
+
+  it('decodes a broker-shaped listing (a header then a thousand journals) without the generated decoder', () => {
+    const journals: ListResponse_Journal[] = [];
+    for (let i = 0; i < 1000; i++) {
+      journals.push({
+        spec: {
+          name: `acme/part-${i % 20}/journal-${i}`,
+          replication: 1,
+          labels: { labels: [{ name: 'app', value: 'billing', prefix: false }, { name: 'content-type', value: 'application/x-ndjson', prefix: false }] },
+          fragment: {
+            length: 67108864n,
+            compression_codec: 1,
+            stores: ['file:///'],
+            refresh_interval: { seconds: 60n, nanos: 0 },
+            retention: undefined,
+            flush_interval: { seconds: 600n, nanos: 0 },
+            path_postfix_template: '',
+          },
+          flags: 4,
+          max_append_rate: 0n,
+          suspend: undefined,
+        },
+        mod_revision: BigInt(1000 + i),
+        route: { members: [{ zone: 'local', suffix: 'broker-0' }], primary: i % 2 === 0 ? 0 : -1, endpoints: ['http://127.0.0.1:8080'] },
+        create_revision: BigInt(900 + i),
+      });
+    }
+    const m: ListResponse = {
+      status: 0,
+      header: {
+        process_id: { zone: 'local', suffix: 'broker-0' },
+        route: { members: [], primary: -1, endpoints: [] },
+        etcd: { cluster_id: 0xf1e2d3c4b5a69788n, member_id: 0x8877665544332211n, revision: 12345n, raft_term: 2n },
+      },
+      journals,
+    };
+    const bytes = encode(m);
+    const original = ListResponse.decode;
+    let slow = 0;
+    ListResponse.decode = (...args) => {
+      slow++;
+      return original(...args);
+    };
+    try {
+      assert.deepStrictEqual(decodeListResponse(bytes), m);
+    } finally {
+      ListResponse.decode = original;
+    }
+    assert.equal(slow, 0, 'the broker-shaped message took the generated decoder');
+  });
+
+  it('takes any Uint8Array, not only a Buffer', () => {
+    const bytes = encode(listResponse(rng(42)));
+    const copy = new Uint8Array(bytes.length + 3).subarray(3);
+    copy.set(bytes);
+    assert.deepStrictEqual(decodeListResponse(copy), ListResponse.decode(bytes));
+  });
+});
