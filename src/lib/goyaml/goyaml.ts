@@ -30,6 +30,7 @@ import {
   type YAMLSeq,
 } from 'yaml';
 import { parseGoDuration } from '../protocol/duration.js';
+import { fastParse } from './fast-parse.js';
 export { enumNames } from '../protocol/enums.js';
 import { ValidationError } from '../protocol/errors.js';
 
@@ -536,7 +537,8 @@ function quote(s: string): string {
  */
 export class StrictDoc {
   private constructor(
-    private readonly doc: Document.Parsed,
+    /** The `yaml` package's document (undefined for a tree from the quick reader, which has no aliases). */
+    private readonly doc: Document.Parsed | undefined,
     private readonly lines: LineCounter,
     /** Root node, or null for an empty (or `~`) document. */
     readonly root: YNode | null,
@@ -563,6 +565,21 @@ export class StrictDoc {
     return new StrictDoc(doc, lines, root);
   }
 
+  /**
+   * The quick reader's document (see fast-parse.ts), or undefined when the text is outside the
+   * plain block subset it reads. Its tree is what `parse` builds for the same text, but its
+   * positions and failures are not checked against the full parser: decode with {@link decodeStrict},
+   * which reports problems from `parse`.
+   */
+  static parseFast(text: string): StrictDoc | undefined {
+    const fast = fastParse(text);
+    if (fast === undefined) return undefined;
+    let root = fast.root;
+    const sd = new StrictDoc(undefined, fast.lineCounter, null);
+    if (root && isScalar(root) && sd.scalarKind(root) === 'null') root = null;
+    return new StrictDoc(undefined, fast.lineCounter, root);
+  }
+
   /** 1-based line of a node (0 if unknown). */
   line(node: YNode | null | undefined): number {
     const off = node?.range?.[0];
@@ -576,7 +593,7 @@ export class StrictDoc {
   deref(node: YNode | null | undefined): YNode | null {
     let n = node ?? null;
     for (let i = 0; n && isAlias(n) && i < 100; i++) {
-      n = ((n as Alias).resolve(this.doc) as YNode | undefined) ?? null;
+      n = this.doc ? (((n as Alias).resolve(this.doc) as YNode | undefined) ?? null) : null;
     }
     return n;
   }
@@ -718,4 +735,22 @@ export class StrictDoc {
     }
     return v;
   }
+}
+
+/**
+ * Decodes `text` with `decode`, from the quick reader's tree when the text is in its subset, else
+ * (or when decoding that tree fails in any way) from the full parser's tree, so that every error
+ * and its line number come from the full parser. `decode` must have no side effects: it may run
+ * twice.
+ */
+export function decodeStrict<T>(text: string, decode: (doc: StrictDoc) => T): T {
+  const fast = StrictDoc.parseFast(text);
+  if (fast !== undefined) {
+    try {
+      return decode(fast);
+    } catch {
+      // Decoded again below, where the failure gets its proper message and line.
+    }
+  }
+  return decode(StrictDoc.parse(text));
 }

@@ -1,6 +1,7 @@
 // The Go yaml.v2-compatible YAML emitter and strict decoder shared by the journal and shard
 // spec formats.
 export {
+  decodeStrict,
   emitGoYaml,
   enumNames,
   goStringStyle,

@@ -18,7 +18,7 @@ import {
 } from '../protocol/gen/broker/protocol.js';
 import { ValidationError } from '../protocol/errors.js';
 import { validateJournalApplyRequest, validateJournalName } from '../protocol/validate/index.js';
-import { StrictDoc, emitGoYaml, enumNames, type YamlMapping, type YamlValue } from '../goyaml/goyaml.js';
+import { StrictDoc, decodeStrict, emitGoYaml, enumNames, type YamlMapping, type YamlValue } from '../goyaml/goyaml.js';
 import {
   INT32,
   INT64,
@@ -302,9 +302,10 @@ function decodeNode(doc: StrictDoc, yn: YNode | null): JournalNode {
  * Empty input is rejected.
  */
 export function decodeJournalTree(text: string): JournalNode {
-  const doc = StrictDoc.parse(text);
-  if (doc.root === null) throw new ValidationError('empty journal hierarchy: expected a YAML mapping');
-  return decodeNode(doc, doc.root);
+  return decodeStrict(text, (doc) => {
+    if (doc.root === null) throw new ValidationError('empty journal hierarchy: expected a YAML mapping');
+    return decodeNode(doc, doc.root);
+  });
 }
 
 // ---------------------------------------------------------------------------------------------

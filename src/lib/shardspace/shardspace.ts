@@ -11,7 +11,7 @@ import type {
   ShardSpec_Source,
 } from '../protocol/gen/consumer/protocol.js';
 import { validateShardApplyRequest, validateShardID } from '../protocol/validate/index.js';
-import { StrictDoc, emitGoYaml, type YamlMapping } from '../goyaml/goyaml.js';
+import { StrictDoc, decodeStrict, emitGoYaml, type YamlMapping } from '../goyaml/goyaml.js';
 import {
   INT32,
   INT64,
@@ -180,7 +180,10 @@ function decodeSpecField(doc: StrictDoc, spec: ShardSpec, key: string, v: YNode 
  * empty set, as Go's yaml.v2 does.
  */
 export function decodeShardSet(text: string): ShardSet {
-  const doc = StrictDoc.parse(text);
+  return decodeStrict(text, (doc) => decodeShardSetDoc(doc));
+}
+
+function decodeShardSetDoc(doc: StrictDoc): ShardSet {
   const set: ShardSet = { common: normalizeShardSpec(undefined), shards: [] };
   for (const e of doc.mapping(doc.root, 'shard set', ['common', 'shards'])) {
     if (e.key === 'common') {
