@@ -16,6 +16,7 @@ import {
   type Label,
   type ListResponse_Journal,
 } from '../protocol/gen/broker/protocol.js';
+import type { Duration } from '../protocol/gen/google/protobuf/duration.js';
 import { ValidationError } from '../protocol/errors.js';
 import { validateJournalApplyRequest, validateJournalName } from '../protocol/validate/index.js';
 import { StrictDoc, decodeStrict, emitGoYaml, enumNames, type YamlMapping, type YamlValue } from '../goyaml/goyaml.js';
@@ -77,6 +78,20 @@ function emptyFragment(): JournalSpec_Fragment {
   };
 }
 
+/**
+ * A copy of a duration in canonical form (undefined for zero; seconds and nanos of one sign,
+ * |nanos| < 1s). The usual already-canonical, non-negative value is copied as it is, without
+ * the bigint arithmetic of the general case.
+ */
+function canonicalDuration(d: Duration | undefined): Duration | undefined {
+  if (d === undefined) return undefined;
+  const { seconds, nanos: n } = d;
+  if (typeof seconds === 'bigint' && Number.isInteger(n) && n >= 0 && n < 1e9 && seconds >= 0n) {
+    return seconds === 0n && n === 0 ? undefined : { seconds, nanos: n };
+  }
+  return durationOrUndefined(nanos(d));
+}
+
 /** A fully-populated deep copy of a (possibly partial) spec. */
 export function normalizeJournalSpec(s: Partial<JournalSpec> | undefined): JournalSpec {
   const f = s?.fragment;
@@ -84,18 +99,73 @@ export function normalizeJournalSpec(s: Partial<JournalSpec> | undefined): Journ
     name: s?.name ?? '',
     replication: s?.replication ?? 0,
     labels: { labels: cloneLabels(s?.labels?.labels) },
-    fragment: {
-      ...emptyFragment(),
-      ...(f ?? {}),
-      stores: [...(f?.stores ?? [])],
-      refresh_interval: durationOrUndefined(nanos(f?.refresh_interval)),
-      retention: durationOrUndefined(nanos(f?.retention)),
-      flush_interval: durationOrUndefined(nanos(f?.flush_interval)),
-    },
+    fragment: f
+      ? {
+          length: f.length ?? 0n,
+          compression_codec: f.compression_codec ?? CompressionCodec.INVALID,
+          stores: f.stores ? f.stores.slice() : [],
+          refresh_interval: canonicalDuration(f.refresh_interval),
+          retention: canonicalDuration(f.retention),
+          flush_interval: canonicalDuration(f.flush_interval),
+          path_postfix_template: f.path_postfix_template ?? '',
+        }
+      : emptyFragment(),
     flags: s?.flags ?? 0,
     max_append_rate: s?.max_append_rate ?? 0n,
     suspend: s?.suspend ? { level: s.suspend.level, offset: s.suspend.offset } : undefined,
   };
+}
+
+// The label-set algebra with shortcuts for the shapes hierarchies are mostly made of (one side
+// empty, or both sides the same labels); results are those of the general operations.
+
+function copyLabels(ls: readonly Label[]): Label[] {
+  const out: Label[] = new Array<Label>(ls.length);
+  for (let i = 0; i < ls.length; i++) {
+    const l = ls[i]!;
+    out[i] = { name: l.name, value: l.value, prefix: l.prefix };
+  }
+  return out;
+}
+
+/** Same names and values, in the same order (prefix flags aside, as the operations compare). */
+function sameNamesAndValues(a: readonly Label[], b: readonly Label[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i]!.name !== b[i]!.name || a[i]!.value !== b[i]!.value) return false;
+  return true;
+}
+
+function union(a: readonly Label[], b: readonly Label[]): Label[] {
+  if (b.length === 0) return copyLabels(a);
+  if (a.length === 0) return copyLabels(b);
+  return unionLabels(a, b);
+}
+
+function intersect(a: readonly Label[], b: readonly Label[]): Label[] {
+  if (a.length === 0 || b.length === 0) return [];
+  if (sameNamesAndValues(a, b)) return copyLabels(a);
+  return intersectLabels(a, b);
+}
+
+function subtract(a: readonly Label[], b: readonly Label[]): Label[] {
+  if (a.length === 0) return [];
+  if (b.length === 0) return copyLabels(a);
+  if (sameNamesAndValues(a, b)) return [];
+  return subtractLabels(a, b);
+}
+
+/** byteCompare (UTF-8 byte order) without encoding, unless a surrogate decides the order. */
+function compareNames(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    // UTF-16 order is code point (so UTF-8 byte) order except around surrogates.
+    if ((x >= 0xd800 && x <= 0xdfff) || (y >= 0xd800 && y <= 0xdfff)) return byteCompare(a, b);
+    return x < y ? -1 : 1;
+  }
+  return a.length === b.length ? 0 : a.length < b.length ? -1 : 1;
 }
 
 const labelsOf = (s: JournalSpec): Label[] => s.labels?.labels ?? [];
@@ -130,7 +200,7 @@ function unionSpecs(child: Flat, parent: Flat): Flat {
   const bf = fragOf(b);
   let explicitEmptyStores = child.explicitEmptyStores;
   if (a.replication === 0) a.replication = b.replication;
-  a.labels = { labels: unionLabels(labelsOf(a), labelsOf(b)) };
+  a.labels = { labels: union(labelsOf(a), labelsOf(b)) };
   if (af.length === 0n) af.length = bf.length;
   if (af.compression_codec === CompressionCodec.INVALID) af.compression_codec = bf.compression_codec;
   if (!storesPresent(a, child.explicitEmptyStores)) {
@@ -158,7 +228,7 @@ function intersectInto(acc: Flat, b0: Flat): void {
   const bf = fragOf(b);
   acc.explicitEmptyStores = acc.explicitEmptyStores && b0.explicitEmptyStores;
   if (a.replication !== b.replication) a.replication = 0;
-  a.labels = { labels: intersectLabels(labelsOf(a), labelsOf(b)) };
+  a.labels = { labels: intersect(labelsOf(a), labelsOf(b)) };
   if (af.length !== bf.length) af.length = 0n;
   if (af.compression_codec !== bf.compression_codec) af.compression_codec = CompressionCodec.INVALID;
   if (!storesEq(af.stores, bf.stores)) {
@@ -186,7 +256,7 @@ function subtractFrom(a0: Flat, b0: Flat): boolean {
   const bf = fragOf(b);
   let explicitEmptyStores = a0.explicitEmptyStores;
   if (a.replication === b.replication) a.replication = 0;
-  a.labels = { labels: subtractLabels(labelsOf(a), labelsOf(b)) };
+  a.labels = { labels: subtract(labelsOf(a), labelsOf(b)) };
   if (af.length === bf.length) af.length = 0n;
   if (af.compression_codec === bf.compression_codec) af.compression_codec = CompressionCodec.INVALID;
   if (storesEq(af.stores, bf.stores)) {
@@ -331,7 +401,7 @@ export function validateJournalTree(node: JournalNode): void {
       if (!cn.startsWith(name)) {
         throw new ValidationError(`expected parent name to prefix child (${name} vs ${cn})`);
       }
-      if (i > 0 && byteCompare(children[i - 1]!.spec.name, cn) >= 0) {
+      if (i > 0 && compareNames(children[i - 1]!.spec.name, cn) >= 0) {
         throw new ValidationError(
           `expected children to be ordered (index ${i}; ${children[i - 1]!.spec.name} vs ${cn})`,
         );
