@@ -228,7 +228,10 @@ function intersectInto(acc: Flat, b0: Flat): void {
   const bf = fragOf(b);
   acc.explicitEmptyStores = acc.explicitEmptyStores && b0.explicitEmptyStores;
   if (a.replication !== b.replication) a.replication = 0;
-  a.labels = { labels: intersect(labelsOf(a), labelsOf(b)) };
+  // `acc` owns its labels: when they are already the intersection, they stay as they are.
+  const al = labelsOf(a);
+  const bl = labelsOf(b);
+  if (al.length !== 0 && !sameNamesAndValues(al, bl)) a.labels = { labels: intersect(al, bl) };
   if (af.length !== bf.length) af.length = 0n;
   if (af.compression_codec !== bf.compression_codec) af.compression_codec = CompressionCodec.INVALID;
   if (!storesEq(af.stores, bf.stores)) {
