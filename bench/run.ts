@@ -17,7 +17,9 @@
 //           outputs of both tools are compared byte for byte)
 //   apply   `journals apply --max-txn-size BENCH_TXN_SIZE` of BENCH_APPLY_JOURNALS new journals
 //           from a spec file on stdin; before every run the journals are deleted (Go gazctl,
-//           untimed), so each run creates all of them
+//           untimed), so each run creates all of them; each run also shows how much of its
+//           wall time the broker spent handling the Apply calls (from its /debug/metrics), and
+//           the rest, which is the client's own share (start-up, decoding, waiting on the wire)
 //   peak RSS of `journals read` and `journals append` comes with the read and append runs
 //           (GNU time), summed up per tool in the summary
 //
@@ -435,6 +437,22 @@ async function benchList(cluster: Cluster, env: NodeJS.ProcessEnv, cwd: string):
   await goApplyFile(cluster, `delete: true\n${yaml}`);
 }
 
+/**
+ * Seconds the broker has spent handling Apply RPCs so far (its gRPC handling-time histogram on
+ * /debug/metrics), or undefined when it does not export one. The difference across a run is the
+ * part of the run's wall time that no client can save.
+ */
+async function brokerApplySeconds(cluster: Cluster): Promise<number | undefined> {
+  try {
+    const res = await fetch(`${cluster.brokerAddress}/debug/metrics`, { signal: AbortSignal.timeout(5000) });
+    if (!res.ok) return undefined;
+    const m = /^grpc_server_handling_seconds_sum\{[^}]*grpc_method="Apply"[^}]*\} ([0-9.e+-]+)$/m.exec(await res.text());
+    return m ? Number(m[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 async function benchApply(cluster: Cluster, env: NodeJS.ProcessEnv, cwd: string): Promise<void> {
   const app = 'gazctl-bench-apply';
   const selector = `app=${app}`;
@@ -450,7 +468,10 @@ async function benchApply(cluster: Cluster, env: NodeJS.ProcessEnv, cwd: string)
       const before = await goCount(cluster, selector);
       if (before.count > 0) await goApplyFile(cluster, `delete: true\n${before.yaml}`);
       const [cmd, args] = command(tool, ['journals', 'apply', '--max-txn-size', String(TXN_SIZE)]);
+      const server0 = await brokerApplySeconds(cluster);
       const res = await runTimed(cmd, args, { env, cwd, stdout: 'ignore', stdinFile: specs, timeoutMs: 600_000, statsFile: join(cwd, 'time.txt') });
+      const server1 = await brokerApplySeconds(cluster);
+      const server = server0 !== undefined && server1 !== undefined ? server1 - server0 : undefined;
       if (res.code !== 0) {
         fail(describeFailure(`${label} ${LABEL[tool]} run ${r + 1}`, res));
         continue;
@@ -462,7 +483,8 @@ async function benchApply(cluster: Cluster, env: NodeJS.ProcessEnv, cwd: string)
       }
       const run = throughputRun(res, undefined, undefined);
       rec[tool].push(run);
-      console.log(`  ${label} ${LABEL[tool].padEnd(9)} run ${r + 1}: ${fmt(res.wallMs / 1000, 3)} s  (CPU ${fmt(run.cpuS, 2)} s, peak RSS ${fmt(run.maxRssMiB, 0)} MiB)`);
+      const split = server === undefined ? '' : `; broker handling ${fmt(server, 3)} s, the rest ${fmt(res.wallMs / 1000 - server, 3)} s`;
+      console.log(`  ${label} ${LABEL[tool].padEnd(9)} run ${r + 1}: ${fmt(res.wallMs / 1000, 3)} s  (CPU ${fmt(run.cpuS, 2)} s, peak RSS ${fmt(run.maxRssMiB, 0)} MiB${split})`);
     }
   }
   const left = await goCount(cluster, selector);
