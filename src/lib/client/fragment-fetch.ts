@@ -98,15 +98,36 @@ export async function openFragment(
     throw new DirectReadUnsupportedError(`cannot read fragment URL scheme ${u.protocol}`);
   }
 
+  return { stream: decodeFragmentStream(raw, codec, transportGzip), skipped };
+}
+
+/**
+ * Opens the decompressed content of a fragment object through a store client (e.g. the S3 client
+ * of an s3:// store) rather than a URL: `open` gives the stored bytes as they are.
+ */
+export async function openFragmentFrom(open: () => Promise<Readable>, codec: CompressionCodec, what: string): Promise<Readable> {
+  if (!canDecode(codec)) throw new DirectReadUnsupportedError(`cannot decompress fragments with codec ${CompressionCodec[codec] ?? String(codec)}`);
+  let raw: Readable;
+  try {
+    raw = await open();
+  } catch (e) {
+    throw new DirectReadError(`reading fragment ${what}: ${(e as Error).message}`, { cause: e });
+  }
+  // A store client hands back the bytes as stored: GZIP_OFFLOAD_DECOMPRESSION objects are gzip.
+  return decodeFragmentStream(raw, codec, codec === CompressionCodec.GZIP_OFFLOAD_DECOMPRESSION);
+}
+
+/** The stored bytes `raw` of a `codec` fragment, decompressed (`transportGzip`: gunzip first). */
+export function decodeFragmentStream(raw: Readable, codec: CompressionCodec, transportGzip: boolean): Readable {
   const stages: NodeJS.ReadWriteStream[] = [];
   if (transportGzip) stages.push(zlib.createGunzip({ chunkSize: CHUNK }));
   const decoder = decompressor(codec);
   if (decoder) stages.push(decoder);
-  if (stages.length === 0) return { stream: raw, skipped };
+  if (stages.length === 0) return raw;
   const last = stages[stages.length - 1] as unknown as Readable;
   // pipeline() destroys every stage on error, so the error surfaces on the last one.
   (pipeline as unknown as (...args: unknown[]) => void)(raw, ...stages, (err: Error | null) => {
     if (err && !last.destroyed) last.destroy(err);
   });
-  return { stream: last, skipped };
+  return last;
 }

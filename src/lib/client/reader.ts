@@ -3,9 +3,12 @@
 // offset after transient failures (so no byte is missed or repeated), and reads persisted
 // fragments directly from their stores when the broker hands back a fragment URL.
 import type { ClientReadableStream } from '@grpc/grpc-js';
-import { Status, type Fragment, type ReadRequest, type ReadResponse, type Route } from '../protocol/gen/broker/protocol.js';
+import { Status, type Fragment, type FragmentsResponse__Fragment, type ReadRequest, type ReadResponse, type Route } from '../protocol/gen/broker/protocol.js';
+import { fragmentContentPath } from '../protocol/fragment.js';
+import type { FragmentStore } from '../stores/store.js';
 import { BrokerStatusError, GazctlError, TransportError } from '../protocol/errors.js';
 import { DirectReadError, DirectReadUnsupportedError, openFragment } from './fragment-fetch.js';
+import { DEFAULT_RUN_BUDGET, DEFAULT_RUN_CONCURRENCY, FragmentRunError, readFragmentRun, type RunItem } from './parallel-fetch.js';
 import { backoff, grpcCode, isTransientBrokerStatus, isTransientStreamCode, sleep } from './retry.js';
 import { describeGrpcError } from './rpc.js';
 
@@ -27,6 +30,14 @@ export interface ReadTransport {
   noteRoute(journal: string, route: Route | undefined): void;
   forgetRoute(journal: string): void;
   readonly fileRoot?: string;
+  /**
+   * Lists the journal's fragments (with signed URLs when `signatureTTLms` is given). Optional:
+   * without it, direct reads fetch one fragment at a time, as the broker hands out their URLs.
+   */
+  listFragments?(
+    journal: string,
+    opts: { beginModTime?: bigint; signatureTTLms?: number; timeoutMs?: number; signal?: AbortSignal },
+  ): Promise<FragmentsResponse__Fragment[]>;
 }
 
 export interface RetryInfo {
@@ -49,10 +60,26 @@ export interface ReaderOptions {
   notFoundAttempts?: number;
   /** Overrides the backoff schedule (tests). */
   delay?: (attempt: number) => number;
+  /**
+   * Persisted fragments fetched at once by a direct read (default 4; 1 reads them one by one).
+   * The run of fragments to fetch comes from a ListFragments of the journal.
+   */
+  parallel?: number;
+  /** Decompressed bytes that fragments fetched ahead may hold (default 64 MiB). */
+  bufferBytes?: number;
+  /**
+   * Opens fragment stores (e.g. `openStore` with S3 credentials). When given, fragments of a
+   * store it opens are read through the store's own client (the S3 SDK, the local file system)
+   * rather than by URL; a URL is still used where it throws.
+   */
+  openStore?: (url: string) => FragmentStore;
 }
 
 const EMPTY = new Uint8Array(0);
 const MAX_DIRECT_FAILURES = 3;
+/** Validity asked for the URLs of a listing made for a direct read. */
+const LISTING_URL_TTL_MS = 60 * 60_000;
+const LISTING_TIMEOUT_MS = 10_000;
 
 class ReadProtocolError extends GazctlError {}
 
@@ -85,6 +112,11 @@ export class Reader implements AsyncIterable<ReadChunk> {
   /** Read through brokers (without do_not_proxy) while offset < proxyUntil. */
   private proxyUntil = -2n;
   private directFailures = 0;
+  /** The journal's persisted fragments as last listed for direct reads (offset order). */
+  private listed: FragmentsResponse__Fragment[] | undefined;
+  /** Highest fragment begin a listing was made for, so each new fragment lists at most once. */
+  private listedFor = -1n;
+  private readonly stores = new Map<string, FragmentStore | null>();
 
   constructor(
     private readonly transport: ReadTransport,
@@ -224,20 +256,22 @@ export class Reader implements AsyncIterable<ReadChunk> {
           const { fragment, url } = lastMeta;
           if (url && this.opts.directReads !== false) {
             try {
-              yield* this.readDirect(fragment, url);
+              yield* this.readDirectRun(fragment, url);
               this.directFailures = 0;
               attempt = 0;
               continue;
             } catch (err) {
               if (signal?.aborted) return;
-              if (err instanceof DirectReadUnsupportedError) {
-                this.proxyUntil = fragment.end;
+              // A failure inside a run of fragments is about the fragment that failed.
+              const failed = err instanceof FragmentRunError ? err.fragment : fragment;
+              if (err instanceof DirectReadUnsupportedError || (err instanceof FragmentRunError && err.cause instanceof DirectReadUnsupportedError)) {
+                this.proxyUntil = failed.end;
                 this.note(err, attempt, 0);
                 continue;
               }
               if (!(err instanceof DirectReadError)) throw err;
               if (++this.directFailures >= MAX_DIRECT_FAILURES) {
-                this.proxyUntil = fragment.end;
+                this.proxyUntil = failed.end;
                 this.directFailures = 0;
               }
               failure = err;
@@ -268,6 +302,99 @@ export class Reader implements AsyncIterable<ReadChunk> {
   private note(error: unknown, attempt: number, delayMs: number): void {
     this.retries++;
     this.opts.onRetry?.({ journal: this.journal, attempt, delayMs, error });
+  }
+
+  /**
+   * Reads `fragment` (whose URL the broker handed back) and the persisted fragments that follow it
+   * without a gap, several at once, in offset order; then the broker takes over again.
+   */
+  private async *readDirectRun(fragment: Fragment, url: string): AsyncGenerator<ReadChunk, void, undefined> {
+    const items = await this.planRun(fragment, url);
+    if (items.length === 1 && !items[0]!.open) {
+      yield* this.readDirect(fragment, url);
+      return;
+    }
+    if (this.offset < fragment.begin || this.offset >= fragment.end) {
+      throw new DirectReadError(`offset ${this.offset} is outside fragment [${fragment.begin}, ${fragment.end})`);
+    }
+    const run = readFragmentRun(items, {
+      from: this.offset,
+      stopAt: this.req.end_offset,
+      concurrency: this.opts.parallel ?? DEFAULT_RUN_CONCURRENCY,
+      budgetBytes: this.opts.bufferBytes ?? DEFAULT_RUN_BUDGET,
+      fileRoot: this.opts.fileRoot ?? this.transport.fileRoot,
+      signal: this.opts.signal,
+    });
+    for await (const ev of run) {
+      if (ev.content.length === 0) {
+        // The first fragment was announced by the broker; announce the following ones alike.
+        if (ev.index === 0) continue;
+        this.fragment = ev.fragment;
+        yield { offset: this.offset, content: EMPTY, fragment: ev.fragment, writeHead: this.writeHead };
+        continue;
+      }
+      const chunk: ReadChunk = { offset: this.offset, content: ev.content };
+      this.offset += BigInt(ev.content.length);
+      yield chunk;
+    }
+  }
+
+  /** The run to read directly from `fragment` on: it alone, unless a listing shows more. */
+  private async planRun(fragment: Fragment, url: string): Promise<RunItem[]> {
+    const first: RunItem = { fragment, url, open: this.storeOpener(fragment) };
+    const parallel = this.opts.parallel ?? DEFAULT_RUN_CONCURRENCY;
+    const list = this.transport.listFragments?.bind(this.transport);
+    if (parallel <= 1 || !list) return [first];
+    const same = (f: FragmentsResponse__Fragment) => f.spec?.begin === fragment.begin && f.spec.end === fragment.end;
+    let idx = this.listed?.findIndex(same) ?? -1;
+    if (idx < 0 && fragment.begin > this.listedFor) {
+      this.listedFor = fragment.begin;
+      try {
+        const all = await list(this.routeKey, {
+          beginModTime: this.req.begin_mod_time,
+          signatureTTLms: LISTING_URL_TTL_MS,
+          timeoutMs: LISTING_TIMEOUT_MS,
+          signal: this.opts.signal,
+        });
+        this.listed = all.filter((f) => f.spec && f.spec.mod_time !== 0n);
+      } catch {
+        this.listed = undefined; // e.g. a broker without ListFragments: one fragment at a time
+      }
+      idx = this.listed?.findIndex(same) ?? -1;
+    }
+    if (idx < 0) return [first];
+    const items = [first];
+    const stopAt = this.req.end_offset;
+    let end = fragment.end;
+    for (let j = idx + 1; j < this.listed!.length; j++) {
+      if (stopAt > 0n && end >= stopAt) break;
+      const f = this.listed![j]!;
+      const spec = f.spec!;
+      if (spec.begin !== end) break; // a gap: the broker says what comes next
+      const open = this.storeOpener(spec);
+      if (!open && !f.signed_url) break;
+      items.push({ fragment: spec, url: f.signed_url || undefined, open });
+      end = spec.end;
+    }
+    return items;
+  }
+
+  /** Opens `f` through the configured store client, where one is configured for its store. */
+  private storeOpener(f: Fragment): (() => Promise<import('node:stream').Readable>) | undefined {
+    const openStore = this.opts.openStore;
+    if (!openStore || !f.backing_store) return undefined;
+    let store = this.stores.get(f.backing_store);
+    if (store === undefined) {
+      try {
+        store = openStore(f.backing_store);
+      } catch {
+        store = null;
+      }
+      this.stores.set(f.backing_store, store);
+    }
+    if (!store) return undefined;
+    const s = store;
+    return () => s.open(fragmentContentPath(f), { signal: this.opts.signal });
   }
 
   /** Streams [offset, fragment.end) of a fragment fetched from its store. */

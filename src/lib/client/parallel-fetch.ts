@@ -1,0 +1,220 @@
+// Parallel direct reads of persisted fragments. Given a run of fragments that follow each other
+// without a gap (each begins where the one before ends), several are fetched and decompressed at
+// once, and their content comes out strictly in offset order.
+//
+// Two bounds keep memory in check:
+//   * at most `concurrency` fragments are open at a time: the one being written out (the head)
+//     and the next ones after it; the next fragment is opened only when the head is done;
+//   * fragments ahead of the head stop reading once the decompressed bytes waiting to be written
+//     reach `budgetBytes` (counting every fragment's queue). The head itself is never held back by
+//     the others' bytes (else nobody could make room), only by its own queue reaching the budget.
+// So buffered content stays under about twice the budget plus one decoder chunk per open fragment.
+//
+// A fragment that fails (HTTP status, I/O error, corrupt compression, wrong length) ends the run:
+// every byte before the failure point has been yielded exactly once, the rest of the run is
+// cancelled, and a FragmentRunError says where reading stopped, so the caller can go on from
+// there (e.g. through a broker).
+import type { Readable } from 'node:stream';
+import type { Fragment } from '../protocol/gen/broker/protocol.js';
+import { DirectReadError, openFragment, openFragmentFrom } from './fragment-fetch.js';
+
+/** One fragment of a run, and how to get its stored bytes. */
+export interface RunItem {
+  fragment: Fragment;
+  /** A URL to fetch (signed http(s), or file:// under `fileRoot`). */
+  url?: string;
+  /** Opens the stored bytes through a store client; used instead of `url` when set. */
+  open?: () => Promise<Readable>;
+}
+
+export interface FragmentRunOptions {
+  /** First offset wanted: within the first fragment (default its begin). */
+  from?: bigint;
+  /** Offset to stop before (0 or absent: the end of the last fragment). */
+  stopAt?: bigint;
+  /** Fragments open at once (default 4, at least 1). */
+  concurrency?: number;
+  /** Decompressed bytes fragments ahead of the head may hold (default 64 MiB). */
+  budgetBytes?: number;
+  fileRoot?: string;
+  signal?: AbortSignal;
+  /** Tests: called with the bytes held whenever they change. */
+  onBuffered?: (bytes: number) => void;
+}
+
+/** What a run yields: a fragment starting (`content` empty), or its content at `offset`. */
+export interface RunEvent {
+  index: number;
+  fragment: Fragment;
+  offset: bigint;
+  content: Uint8Array;
+}
+
+/** A run stopped at `offset`, inside (or at the begin of) fragment `index`. */
+export class FragmentRunError extends DirectReadError {
+  constructor(
+    message: string,
+    readonly index: number,
+    readonly fragment: Fragment,
+    readonly offset: bigint,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+export const DEFAULT_RUN_CONCURRENCY = 4;
+export const DEFAULT_RUN_BUDGET = 64 * 1024 * 1024;
+
+const EMPTY = new Uint8Array(0);
+
+interface Task {
+  queue: Buffer[];
+  queued: number;
+  done: boolean;
+  error?: unknown;
+  ac: AbortController;
+  /** Wakes the consumer waiting on this task. */
+  wake?: () => void;
+}
+
+/** Yields the content of `items` (a gap-free run, in offset order) from `from` to `stopAt`. */
+export async function* readFragmentRun(items: RunItem[], opts: FragmentRunOptions = {}): AsyncGenerator<RunEvent, void, undefined> {
+  if (items.length === 0) return;
+  for (let i = 1; i < items.length; i++) {
+    if (items[i]!.fragment.begin !== items[i - 1]!.fragment.end) {
+      throw new RangeError(`fragment run has a gap or overlap at ${items[i - 1]!.fragment.end}`);
+    }
+  }
+  const concurrency = Math.max(1, Math.floor(opts.concurrency ?? DEFAULT_RUN_CONCURRENCY));
+  const budget = Math.max(1, opts.budgetBytes ?? DEFAULT_RUN_BUDGET);
+  const from = opts.from ?? items[0]!.fragment.begin;
+  const lastEnd = items[items.length - 1]!.fragment.end;
+  const stopAt = opts.stopAt && opts.stopAt > 0n && opts.stopAt < lastEnd ? opts.stopAt : lastEnd;
+  if (from < items[0]!.fragment.begin || from > lastEnd) throw new RangeError(`offset ${from} is outside the fragment run`);
+
+  const tasks: Task[] = [];
+  let head = 0;
+  let buffered = 0;
+  let roomWaiters: (() => void)[] = [];
+  const wakeRoom = () => {
+    const w = roomWaiters;
+    roomWaiters = [];
+    for (const f of w) f();
+  };
+  const note = () => opts.onBuffered?.(buffered);
+
+  const run = async (i: number, t: Task): Promise<void> => {
+    const { fragment: f, url, open } = items[i]!;
+    const want0 = i === 0 ? from : f.begin;
+    const end = f.end < stopAt ? f.end : stopAt;
+    const what = url ?? `${f.journal} [${f.begin}, ${f.end})`;
+    let stream: Readable;
+    let pos: bigint;
+    if (open) {
+      stream = await openFragmentFrom(open, f.compression_codec, what);
+      pos = f.begin;
+    } else {
+      const o = await openFragment(url ?? '', f.compression_codec, { fileRoot: opts.fileRoot, signal: t.ac.signal, skip: want0 - f.begin });
+      stream = o.stream;
+      pos = f.begin + o.skipped;
+    }
+    const onAbort = () => stream.destroy();
+    t.ac.signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      for await (const piece of stream as AsyncIterable<Buffer>) {
+        if (t.ac.signal.aborted) return;
+        let b = piece;
+        const next = pos + BigInt(b.length);
+        if (next > f.end) throw new DirectReadError(`fragment ${what} holds more than its ${f.end - f.begin} bytes`);
+        if (next <= want0) {
+          pos = next;
+          continue;
+        }
+        if (pos < want0) {
+          b = b.subarray(Number(want0 - pos));
+          pos = want0;
+        }
+        if (pos + BigInt(b.length) > end) b = b.subarray(0, Number(end - pos));
+        if (b.length > 0) {
+          t.queue.push(b);
+          t.queued += b.length;
+          buffered += b.length;
+          pos += BigInt(b.length);
+          note();
+          t.wake?.();
+        }
+        if (pos >= end && end < f.end) return; // stopAt reached inside this fragment
+        while (!t.ac.signal.aborted && (t.queued >= budget || (head !== i && buffered >= budget))) {
+          await new Promise<void>((r) => roomWaiters.push(r));
+        }
+      }
+    } finally {
+      t.ac.signal.removeEventListener('abort', onAbort);
+      stream.destroy();
+    }
+    if (t.ac.signal.aborted) return;
+    if (pos !== f.end) throw new DirectReadError(`unexpected EOF reading fragment ${what}: ended at ${pos}, expected ${f.end}`);
+  };
+
+  const start = (i: number) => {
+    const t: Task = { queue: [], queued: 0, done: false, ac: new AbortController() };
+    if (opts.signal) {
+      if (opts.signal.aborted) t.ac.abort();
+      else opts.signal.addEventListener('abort', () => t.ac.abort(), { once: true, signal: t.ac.signal });
+    }
+    tasks[i] = t;
+    run(i, t).then(
+      () => {
+        t.done = true;
+        t.wake?.();
+      },
+      (err) => {
+        t.error = err;
+        t.done = true;
+        t.wake?.();
+      },
+    );
+  };
+
+  let offset = from;
+  try {
+    for (let i = 0; i < items.length && offset < stopAt; i++) {
+      head = i;
+      for (let j = i; j < Math.min(items.length, i + concurrency); j++) {
+        if (!tasks[j] && items[j]!.fragment.begin < stopAt) start(j);
+      }
+      wakeRoom(); // the new head may go on regardless of the others' bytes
+      const f = items[i]!.fragment;
+      const t = tasks[i]!;
+      yield { index: i, fragment: f, offset, content: EMPTY };
+      for (;;) {
+        if (opts.signal?.aborted) return;
+        const b = t.queue.shift();
+        if (b) {
+          t.queued -= b.length;
+          buffered -= b.length;
+          note();
+          wakeRoom();
+          const ev: RunEvent = { index: i, fragment: f, offset, content: b };
+          offset += BigInt(b.length);
+          yield ev;
+          continue;
+        }
+        if (t.done) break;
+        await new Promise<void>((r) => (t.wake = r));
+        t.wake = undefined;
+      }
+      if (t.error !== undefined) {
+        if (opts.signal?.aborted) return;
+        const e = t.error;
+        const msg = e instanceof Error ? e.message : String(e);
+        throw new FragmentRunError(e instanceof DirectReadError ? msg : `reading fragment ${items[i]!.url ?? f.journal}: ${msg}`, i, f, offset, { cause: e });
+      }
+      tasks[i] = undefined as unknown as Task; // let its buffers go
+    }
+  } finally {
+    for (const t of tasks) t?.ac.abort();
+    wakeRoom();
+  }
+}
