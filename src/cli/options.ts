@@ -85,6 +85,49 @@ export function parseDurationText(text: string): bigint {
   return ns;
 }
 
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+
+/**
+ * A point in time → unix seconds (0 = unset, as upstream's time flags). Three spellings:
+ *   * unix seconds, a non-negative integer (upstream's only form: `1700000000`);
+ *   * an RFC 3339 time with its zone (`2024-05-01T00:00:00Z`, `2024-05-01 02:00:00+02:00`),
+ *     a fraction of a second rounded down;
+ *   * a Go duration ago (`24h`, `90m`, `1h30m`): that long before `now` (milliseconds since the
+ *     epoch, default the current time), rounded down to the second.
+ */
+export function parseTimeText(text: string, now: number = Date.now()): number {
+  const t = text.trim();
+  if (/^-\d+$/.test(t)) throw new OptionValueError(`expected unix seconds >= 0, got ${t}`);
+  if (/^\d+$/.test(t)) {
+    const n = Number(t);
+    if (!Number.isSafeInteger(n)) throw new OptionValueError(`unix seconds out of range: ${q(text)}`);
+    return n;
+  }
+  const m = RFC3339.exec(t);
+  if (m) {
+    const ms = Date.parse(t.replace(' ', 'T'));
+    const [mo, d, h, mi, s] = [m[2], m[3], m[4], m[5], m[6]].map(Number) as [number, number, number, number, number];
+    if (Number.isNaN(ms) || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60) {
+      throw new OptionValueError(`invalid RFC 3339 time ${q(text)}`);
+    }
+    if (ms < 0) throw new OptionValueError(`time ${q(text)} is before 1970`);
+    return Math.floor(ms / 1000);
+  }
+  let ns: bigint | undefined;
+  try {
+    ns = parseGoDuration(t);
+  } catch {
+    ns = undefined;
+  }
+  if (ns !== undefined) {
+    if (ns < 0n) throw new OptionValueError(`a duration ago must not be negative, got ${q(text)}`);
+    const at = Math.floor((now - Number(ns / 1_000_000n)) / 1000);
+    if (at < 0) throw new OptionValueError(`${q(text)} ago is before 1970`);
+    return at;
+  }
+  throw new OptionValueError(`expected unix seconds, an RFC 3339 time or a duration ago such as 24h, got ${q(text)}`);
+}
+
 function boolParser(text: string): boolean {
   // gazctl.ini spells both values; as upstream, a switch with an empty value (`DryRun =`) is set.
   if (text === 'true' || text === '') return true;
@@ -125,6 +168,11 @@ export function optionalStringOption(o: Common): OptionSpec<string | undefined> 
 
 export function intOption(o: Common & { default: number; min?: number; showDefault?: boolean }): OptionSpec<number> {
   return { ...o, name: '', kind: 'value', helpDefault: o.showDefault ? String(o.default) : undefined, fallback: { value: o.default }, parse: intParser({ min: o.min }) };
+}
+
+/** A time flag (`--from`, `--to`): see {@link parseTimeText}; unix seconds, 0 when unset. */
+export function timeOption(o: Common): OptionSpec<number> {
+  return { ...o, name: '', kind: 'value', fallback: { value: 0 }, parse: (t) => parseTimeText(t) };
 }
 
 export function durationOption(o: Common & { default: string; showDefault?: boolean }): OptionSpec<bigint> {

@@ -310,7 +310,7 @@ export class Reader implements AsyncIterable<ReadChunk> {
    */
   private async *readDirectRun(fragment: Fragment, url: string): AsyncGenerator<ReadChunk, void, undefined> {
     const items = await this.planRun(fragment, url);
-    if (items.length === 1 && !items[0]!.open) {
+    if (items.length === 1) {
       yield* this.readDirect(fragment, url);
       return;
     }
@@ -341,7 +341,8 @@ export class Reader implements AsyncIterable<ReadChunk> {
 
   /** The run to read directly from `fragment` on: it alone, unless a listing shows more. */
   private async planRun(fragment: Fragment, url: string): Promise<RunItem[]> {
-    const first: RunItem = { fragment, url, open: this.storeOpener(fragment) };
+    // A URL where there is one (the broker signed it), else the store's own client.
+    const first: RunItem = { fragment, url };
     const parallel = this.opts.parallel ?? DEFAULT_RUN_CONCURRENCY;
     const list = this.transport.listFragments?.bind(this.transport);
     if (parallel <= 1 || !list) return [first];
@@ -371,7 +372,7 @@ export class Reader implements AsyncIterable<ReadChunk> {
       const f = this.listed![j]!;
       const spec = f.spec!;
       if (spec.begin !== end) break; // a gap: the broker says what comes next
-      const open = this.storeOpener(spec);
+      const open = f.signed_url ? undefined : this.storeOpener(spec);
       if (!open && !f.signed_url) break;
       items.push({ fragment: spec, url: f.signed_url || undefined, open });
       end = spec.end;

@@ -38,9 +38,9 @@ const CASES: Case[] = [
   { name: 'missing -l on read', args: ['journals', 'read'], code: 2, says: /missing required flag -l\/--selector/ },
   { name: 'missing -l on append', args: ['journals', 'append'], input: 'x', code: 2, says: /missing required flag -l\/--selector/ },
   { name: 'missing -l on edit', args: ['journals', 'edit'], code: 2, says: /missing required flag -l\/--selector/ },
-  { name: '--from abc', args: ['journals', 'read', '-l', 'name=a/b', '--from', 'abc'], code: 2, says: /--from: expected an integer, got "abc"/ },
-  { name: 'negative --from', args: ['journals', 'read', '-l', 'name=a/b', '--from', '-5'], code: 2, says: /--from: expected an integer >= 0, got -5/ },
-  { name: 'negative --to', args: ['journals', 'fragments', '--to', '-1'], code: 2, says: /--to: expected an integer >= 0/ },
+  { name: '--from abc', args: ['journals', 'read', '-l', 'name=a/b', '--from', 'abc'], code: 2, says: /--from: expected unix seconds, an RFC 3339 time or a duration ago such as 24h, got "abc"/ },
+  { name: 'negative --from', args: ['journals', 'read', '-l', 'name=a/b', '--from', '-5'], code: 2, says: /--from: expected unix seconds >= 0, got -5/ },
+  { name: 'negative --to', args: ['journals', 'fragments', '--to', '-1'], code: 2, says: /--to: expected unix seconds >= 0/ },
   { name: 'bad --timeout', args: ['journals', 'list', '--timeout', 'banana'], code: 2, says: /--timeout: invalid duration "banana"/ },
   { name: 'bad --url-ttl', args: ['journals', 'fragments', '--url-ttl', 'forever'], code: 2, says: /--url-ttl: invalid duration "forever"/ },
   { name: 'bad selector', args: ['journals', 'list', '-l', 'app in (b'], code: 2, says: /-l\/--selector: invalid selector "app in \(b"/ },
@@ -53,7 +53,7 @@ const CASES: Case[] = [
 
   // ---- usage: gazctl.ini and the environment ----
   { name: 'gazctl.ini: negative MaxTxnSize', args: ['journals', 'apply'], ini: '[journals.apply]\nMaxTxnSize = -1\n', input: 'name: a/b\n', code: 2, says: /--max-txn-size: expected an integer >= 0, got -1 \(from .*gazctl\.ini\)$/ },
-  { name: 'gazctl.ini: FromUnix = abc', args: ['journals', 'read', '-l', 'name=a/b'], ini: '[journals.read]\nFromUnix = abc\n', code: 2, says: /--from: expected an integer, got "abc" \(from .*gazctl\.ini\)/ },
+  { name: 'gazctl.ini: FromUnix = abc', args: ['journals', 'read', '-l', 'name=a/b'], ini: '[journals.read]\nFromUnix = abc\n', code: 2, says: /--from: expected unix seconds, an RFC 3339 time or a duration ago such as 24h, got "abc" \(from .*gazctl\.ini\)/ },
   { name: 'gazctl.ini: bad log level', args: ['journals', 'list'], ini: '[journals.Logging]\nLevel = loud\n', code: 2, says: /--log\.level: expected one of .*got "loud" \(from .*gazctl\.ini\)/ },
   { name: 'gazctl.ini: bad Format', args: ['journals', 'list'], ini: '[journals.list]\nFormat = xml\n', code: 2, says: /--format: expected one of table, yaml, json, got "xml"/ },
   { name: 'gazctl.ini: bad boolean', args: ['journals', 'list'], ini: '[journals.list]\nPrimary = yes\n', code: 2, says: /--primary: expected true or false, got "yes"/ },
