@@ -51,6 +51,12 @@ export interface StartClusterOptions {
   keepTemp?: boolean;
   /** Extra arguments for every broker. */
   brokerArgs?: string[];
+  /**
+   * Extra environment of every broker, e.g. the credentials of an s3:// store
+   * (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`; the store URL's `endpoint`
+   * query argument names the server).
+   */
+  brokerEnv?: Record<string, string>;
   /** How long start-up may take before failing (default 60 s). */
   readyTimeoutMs?: number;
 }
@@ -282,6 +288,7 @@ export async function startCluster(o: StartClusterOptions = {}): Promise<Cluster
           fileRoot,
           logDir,
           extraArgs: o.brokerArgs,
+          env: o.brokerEnv,
         }),
       ),
     );
