@@ -20,6 +20,8 @@
 //           untimed), so each run creates all of them; each run also shows how much of its
 //           wall time the broker spent handling the Apply calls (from its /debug/metrics), and
 //           the rest, which is the client's own share (start-up, decoding, waiting on the wire)
+//   direct  a direct read (route cache + --file-root) of a BENCH_SIZE_MB journal of persisted
+//           NONE and GZIP fragments, on a cluster of its own: see bench/direct.ts
 //   peak RSS of `journals read` and `journals append` comes with the read and append runs
 //           (GNU time), summed up per tool in the summary
 //
@@ -31,7 +33,7 @@
 //   BENCH_SIZE_MB     data size in MiB (default 1024; a positive integer)
 //   BENCH_RUNS        timed runs per tool for read and append (default 3)
 //   BENCH_COLD_RUNS   timed runs per command for cold start (default 15)
-//   BENCH_ONLY        comma list of read, append, cold, list, apply (default all)
+//   BENCH_ONLY        comma list of read, append, cold, list, apply, direct (default all)
 //   BENCH_LIST_JOURNALS   journals listed by `list` (default 20000)
 //   BENCH_APPLY_JOURNALS  journals created by `apply` (default 10000)
 //   BENCH_TXN_SIZE    --max-txn-size of `apply` (default 100)
@@ -68,6 +70,7 @@ import {
   writeLinesFile,
   type RunResult,
 } from './util.js';
+import { benchDirect } from './direct.js';
 
 // ---- configuration -------------------------------------------------------------------------------
 
@@ -91,7 +94,7 @@ const LIST_JOURNALS = intEnv('BENCH_LIST_JOURNALS', 20_000, 1);
 const APPLY_JOURNALS = intEnv('BENCH_APPLY_JOURNALS', 10_000, 1);
 const TXN_SIZE = intEnv('BENCH_TXN_SIZE', 100, 1);
 const SCALE_RUNS = intEnv('BENCH_SCALE_RUNS', 3, 1);
-const KNOWN = ['read', 'append', 'cold', 'list', 'apply'];
+const KNOWN = ['read', 'append', 'cold', 'list', 'apply', 'direct'];
 const ONLY = new Set((process.env.BENCH_ONLY || KNOWN.join(',')).split(',').map((s) => s.trim()).filter(Boolean));
 for (const o of ONLY) {
   if (!KNOWN.includes(o)) {
@@ -586,6 +589,9 @@ async function main(): Promise<void> {
   let cluster: Cluster | undefined;
   try {
     if (ONLY.has('cold')) await benchColdStart(baseEnv, work);
+    if (ONLY.has('direct')) {
+      await benchDirect({ sizeMb: SIZE_MB, runs: RUNS, lineBytes: LINE_BYTES, command, env: baseEnv, work, timeoutMs: RUN_TIMEOUT_MS, fail });
+    }
 
     if (ONLY.has('read') || ONLY.has('append') || ONLY.has('list') || ONLY.has('apply')) {
       const file = join(work, 'lines.txt');

@@ -1,0 +1,219 @@
+// Benchmark `direct` (BENCH_ONLY=direct): a direct read of a journal of persisted fragments, half
+// NONE and half GZIP, straight from its file:// store: ours (several fragments fetched and
+// decompressed at once) against the reference Go gazctl (one fragment at a time), both run as
+//
+//   journals read -l name=<j> --broker.cache.size 256 --file-root <root> --offsets-out <f>
+//
+// with stdout to /dev/null. The journal lives on its own cluster (one etcd, one Go broker), with
+// 16 MiB fragments so that a run has many of them; it is filled with Go gazctl (the NONE half,
+// then the spec switched to GZIP, then the GZIP half, then one short line so the last big
+// fragment rolls and persists), and before timing, each tool's output is checked byte for byte
+// (size and sha256) in an untimed pass.
+import { createHash } from 'node:crypto';
+import { createReadStream, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+
+import { JournalClient } from '../src/lib/client/index.js';
+import { nanosToDuration } from '../src/lib/protocol/duration.js';
+import { CompressionCodec, JournalSpec } from '../src/lib/protocol/gen/broker/protocol.js';
+import { pollUntil, startCluster, waitForJournalsAssigned, type Cluster } from '../src/testing/index.js';
+import { fmt, median, runTimed, table, writeLinesFile } from './util.js';
+
+export interface DirectBenchOptions {
+  sizeMb: number;
+  runs: number;
+  lineBytes: number;
+  /** How to run each tool: [command, args]. */
+  command: (tool: 'ours' | 'go', args: string[]) => [string, string[]];
+  env: NodeJS.ProcessEnv;
+  work: string;
+  timeoutMs: number;
+  /** Reports a failure (the figures are printed anyway). */
+  fail: (msg: string) => void;
+}
+
+const JOURNAL = 'bench/direct';
+const FRAGMENT_LENGTH = 7n << 20n;
+/** Appends are this big: past the fragment length, so each append ends its fragment. */
+const APPEND_BYTES = 8 << 20;
+const TAIL = 'tail\n';
+const LABEL = { ours: 'ours (TS)', go: 'Go gazctl' } as const;
+
+function spec(codec: CompressionCodec): JournalSpec {
+  return JournalSpec.fromPartial({
+    name: JOURNAL,
+    replication: 1,
+    labels: { labels: [{ name: 'app', value: 'gazctl-bench-direct' }] },
+    fragment: { length: FRAGMENT_LENGTH, compression_codec: codec, stores: ['file:///'], refresh_interval: nanosToDuration(5_000_000_000n) },
+  });
+}
+
+async function hashFiles(files: string[]): Promise<string> {
+  const h = createHash('sha256');
+  for (const f of files) for await (const b of createReadStream(f)) h.update(b as Buffer);
+  return h.digest('hex');
+}
+
+/** Appends `file` in APPEND_BYTES pieces (each becomes one fragment: the spool rolls past its length). */
+async function fill(client: JournalClient, file: string): Promise<void> {
+  let pending: Buffer[] = [];
+  let n = 0;
+  const flush = async () => {
+    if (n === 0) return;
+    const a = client.append(JOURNAL);
+    for (const b of pending) await a.write(b);
+    await a.commit();
+    pending = [];
+    n = 0;
+  };
+  for await (const b of createReadStream(file, { highWaterMark: 1 << 20 })) {
+    pending.push(b as Buffer);
+    n += (b as Buffer).length;
+    if (n >= APPEND_BYTES) await flush();
+  }
+  await flush();
+}
+
+export async function benchDirect(o: DirectBenchOptions): Promise<void> {
+  const noneMb = Math.max(1, Math.floor(o.sizeMb / 2));
+  const gzipMb = Math.max(1, o.sizeMb - noneMb);
+  console.log(`\n== direct: ${noneMb + gzipMb} MiB journal of persisted NONE (${noneMb} MiB) and GZIP (${gzipMb} MiB) fragments, read from its file:// store, ${o.runs} run(s) per tool`);
+  const noneFile = join(o.work, 'direct-none.txt');
+  const gzipFile = join(o.work, 'direct-gzip.txt');
+  writeLinesFile(noneFile, noneMb << 20, o.lineBytes);
+  writeLinesFile(gzipFile, gzipMb << 20, o.lineBytes);
+  // The tail line only rolls the last GZIP fragment so it is persisted; the broker restart below
+  // drops it (it is never persisted), so the journal holds exactly the two files.
+  const size = statSync(noneFile).size + statSync(gzipFile).size;
+  const sha256 = await hashFiles([noneFile, gzipFile]);
+
+  const c0 = performance.now();
+  const cluster = await startCluster({ brokers: 1 });
+  let client = new JournalClient({ address: cluster.brokerAddress });
+  const results: Record<'ours' | 'go', { mbps: number; wallS: number; cpuS?: number; rssMiB?: number }[]> = { ours: [], go: [] };
+  try {
+    await client.apply([{ expect_mod_revision: 0n, upsert: spec(CompressionCodec.NONE), delete: '' }]);
+    await waitForJournalsAssigned(cluster, [JOURNAL], 30_000);
+    const f0 = performance.now();
+    await fill(client, noneFile);
+    const sel = { include: { labels: [{ name: 'name', value: JOURNAL, prefix: false }] }, exclude: { labels: [] } };
+    const rev = (await client.list(sel)).journals[0]!.mod_revision;
+    await client.apply([{ expect_mod_revision: rev, upsert: spec(CompressionCodec.GZIP), delete: '' }]);
+    await pollUntil('the GZIP spec to reach the broker', async () => (await client.list(sel)).journals[0]!.spec!.fragment!.compression_codec === CompressionCodec.GZIP, {
+      timeoutMs: 10_000,
+      intervalMs: 100,
+    });
+    await fill(client, gzipFile);
+    const tailFile = join(o.work, 'direct-tail.txt');
+    writeFileSync(tailFile, TAIL);
+    await fill(client, tailFile);
+    let persisted = 0;
+    let codecs = new Set<string>();
+    /** Until the listing has every fragment up to `end` persisted (`spool`: and one more, unpersisted). */
+    let state = '';
+    const wait = (end: bigint, spool: boolean) =>
+      pollUntil(
+        'every rolled fragment to be persisted',
+        async () => {
+          const fs = (await client.listFragments(JOURNAL)).map((f) => f.spec!);
+          const done = fs.filter((f) => f.mod_time !== 0n);
+          persisted = done.length;
+          codecs = new Set(done.map((f) => CompressionCodec[f.compression_codec]!));
+          const rest = fs.slice(done.length);
+          state = `${fs.length} fragments listed, ${done.length} persisted, ending at ${done.at(-1)?.end}; want ${end}`;
+          return done.at(-1)?.end === end && done.every((f, i) => i === 0 || f.begin === done[i - 1]!.end) && rest.length === (spool ? 1 : 0);
+        },
+        { timeoutMs: 180_000, intervalMs: 500, describe: () => state },
+      );
+    await wait(BigInt(size), true);
+    // A broker serves fragments it still holds locally itself, handing out no URL: restart it, so
+    // that the persisted fragments are known only from its store and every read of them is direct.
+    await cluster.restartBroker(0);
+    client.close();
+    client = new JournalClient({ address: cluster.brokerAddress });
+    await waitForJournalsAssigned(cluster, [JOURNAL], 30_000);
+    await wait(BigInt(size), false);
+    console.log(
+      `  cluster up in ${fmt((f0 - c0) / 1000, 1)} s; filled and persisted in ${fmt((performance.now() - f0) / 1000, 1)} s: ` +
+        `${persisted} persisted fragments (${[...codecs].join(', ')}), ${size} bytes, served from the store after a broker restart`,
+    );
+
+    const args = (offsetsOut: string) => [
+      'journals',
+      'read',
+      '-l',
+      `name=${JOURNAL}`,
+      '--broker.cache.size',
+      '256',
+      '--file-root',
+      cluster.fileRoot,
+      '--offsets-out',
+      offsetsOut,
+    ];
+    const env = { ...o.env, BROKER_ADDRESS: cluster.brokerAddress };
+    // Untimed: each tool's output, byte for byte (also warms the page cache).
+    for (const tool of ['ours', 'go'] as const) {
+      const [cmd, a] = o.command(tool, args(join(o.work, `direct-verify-${tool}.json`)));
+      const r = await runTimed(cmd, a, { env, cwd: o.work, stdout: 'hash', timeoutMs: o.timeoutMs });
+      const ok = r.code === 0 && r.out!.bytes === size && r.out!.sha256 === sha256;
+      const line = `verify (direct read by ${LABEL[tool]}): exit ${r.code}, ${r.out?.bytes} bytes, sha256 ${r.out?.sha256.slice(0, 12)}…`;
+      if (ok) console.log(`  ${line} = input`);
+      else o.fail(`${line}; expected ${size} bytes, sha256 ${sha256.slice(0, 12)}…${r.stderr ? `\n     ${r.stderr.trim().split('\n').slice(-3).join('\n     ')}` : ''}`);
+    }
+    for (let r = 0; r < o.runs; r++) {
+      for (const tool of r % 2 === 0 ? (['ours', 'go'] as const) : (['go', 'ours'] as const)) {
+        const offsetsOut = join(o.work, `direct-offsets-${tool}-${r}.json`);
+        const [cmd, a] = o.command(tool, args(offsetsOut));
+        const res = await runTimed(cmd, a, { env, cwd: o.work, stdout: 'devnull', timeoutMs: o.timeoutMs, statsFile: join(o.work, 'direct-time.txt') });
+        let reached: number | undefined;
+        try {
+          reached = Number((JSON.parse(readFileSync(offsetsOut, 'utf8')) as Record<string, number>)[JOURNAL]);
+        } catch {
+          /* reported below */
+        }
+        if (res.code !== 0 || reached !== size) {
+          o.fail(`direct ${LABEL[tool]} run ${r + 1}: exit ${res.code}, offset reached ${reached}, expected ${size}${res.stderr ? `: ${res.stderr.trim().split('\n').at(-1)}` : ''}`);
+          continue;
+        }
+        const run = {
+          mbps: size / 1e6 / (res.wallMs / 1000),
+          wallS: res.wallMs / 1000,
+          cpuS: res.cpu ? res.cpu.user + res.cpu.sys : undefined,
+          rssMiB: res.cpu ? res.cpu.maxRssKiB / 1024 : undefined,
+        };
+        results[tool].push(run);
+        console.log(
+          `  direct ${LABEL[tool].padEnd(9)} run ${r + 1}: ${fmt(run.wallS, 2)} s  ${fmt(run.mbps)} MB/s` +
+            (run.cpuS !== undefined ? `  (client CPU ${fmt(run.cpuS, 2)} s, peak RSS ${fmt(run.rssMiB, 0)} MiB)` : ''),
+        );
+      }
+    }
+  } finally {
+    client.close();
+    await cluster.stop();
+  }
+  const o_ = results.ours.map((r) => r.mbps);
+  const g_ = results.go.map((r) => r.mbps);
+  const ratio = median(o_) / median(g_);
+  const cpu = (t: 'ours' | 'go') => median(results[t].map((r) => r.cpuS ?? NaN));
+  const rss = (t: 'ours' | 'go') => median(results[t].map((r) => r.rssMiB ?? NaN));
+  console.log(`\n== direct summary (${noneMb + gzipMb} MiB, MB/s = 10^6 B/s, ratio = ours / Go)`);
+  console.log(
+    table([
+      ['', 'ours best', 'ours median', 'Go best', 'Go median', 'ratio best', 'ratio median', 'client CPU s ours/Go', 'peak RSS MiB ours/Go', 'target'],
+      [
+        'direct read MB/s',
+        fmt(Math.max(...o_)),
+        fmt(median(o_)),
+        fmt(Math.max(...g_)),
+        fmt(median(g_)),
+        fmt(Math.max(...o_) / Math.max(...g_), 2),
+        fmt(ratio, 2),
+        `${fmt(cpu('ours'), 2)} / ${fmt(cpu('go'), 2)}`,
+        `${fmt(rss('ours'), 0)} / ${fmt(rss('go'), 0)}`,
+        Number.isFinite(ratio) ? (ratio >= 2 ? '>= 2.0 ok' : '>= 2.0 MISSED') : '-',
+      ],
+    ]),
+  );
+}
