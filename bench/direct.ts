@@ -1,8 +1,9 @@
 // Benchmark `direct` (BENCH_ONLY=direct): a direct read of a journal of persisted fragments, half
-// NONE and half GZIP, straight from its file:// store: ours (several fragments fetched and
+// NONE and half GZIP, straight from its store (a file:// store, then, when the test S3 server is
+// built, an s3:// store on it whose URLs the broker signs): ours (several fragments fetched and
 // decompressed at once) against the reference Go gazctl (one fragment at a time), both run as
 //
-//   journals read -l name=<j> --broker.cache.size 256 --file-root <root> --offsets-out <f>
+//   journals read -l name=<j> --broker.cache.size 256 [--file-root <root>] --offsets-out <f>
 //
 // with stdout to /dev/null. The journal lives on its own cluster (one etcd, one Go broker), with
 // 16 MiB fragments so that a run has many of them; it is filled with Go gazctl (the NONE half,
@@ -17,7 +18,7 @@ import { performance } from 'node:perf_hooks';
 import { JournalClient } from '../src/lib/client/index.js';
 import { nanosToDuration } from '../src/lib/protocol/duration.js';
 import { CompressionCodec, JournalSpec } from '../src/lib/protocol/gen/broker/protocol.js';
-import { pollUntil, startCluster, waitForJournalsAssigned, type Cluster } from '../src/testing/index.js';
+import { haveS3Server, pollUntil, startCluster, startS3, waitForJournalsAssigned, type Cluster } from '../src/testing/index.js';
 import { fmt, median, runTimed, table, writeLinesFile } from './util.js';
 
 export interface DirectBenchOptions {
@@ -34,18 +35,20 @@ export interface DirectBenchOptions {
 }
 
 const JOURNAL = 'bench/direct';
+// The test S3 server's SDK must not look for instance credentials.
+process.env.AWS_EC2_METADATA_DISABLED = 'true';
 const FRAGMENT_LENGTH = 7n << 20n;
 /** Appends are this big: past the fragment length, so each append ends its fragment. */
 const APPEND_BYTES = 8 << 20;
 const TAIL = 'tail\n';
 const LABEL = { ours: 'ours (TS)', go: 'Go gazctl' } as const;
 
-function spec(codec: CompressionCodec): JournalSpec {
+function spec(codec: CompressionCodec, store: string): JournalSpec {
   return JournalSpec.fromPartial({
     name: JOURNAL,
     replication: 1,
     labels: { labels: [{ name: 'app', value: 'gazctl-bench-direct' }] },
-    fragment: { length: FRAGMENT_LENGTH, compression_codec: codec, stores: ['file:///'], refresh_interval: nanosToDuration(5_000_000_000n) },
+    fragment: { length: FRAGMENT_LENGTH, compression_codec: codec, stores: [store], refresh_interval: nanosToDuration(5_000_000_000n) },
   });
 }
 
@@ -78,7 +81,6 @@ async function fill(client: JournalClient, file: string): Promise<void> {
 export async function benchDirect(o: DirectBenchOptions): Promise<void> {
   const noneMb = Math.max(1, Math.floor(o.sizeMb / 2));
   const gzipMb = Math.max(1, o.sizeMb - noneMb);
-  console.log(`\n== direct: ${noneMb + gzipMb} MiB journal of persisted NONE (${noneMb} MiB) and GZIP (${gzipMb} MiB) fragments, read from its file:// store, ${o.runs} run(s) per tool`);
   const noneFile = join(o.work, 'direct-none.txt');
   const gzipFile = join(o.work, 'direct-gzip.txt');
   writeLinesFile(noneFile, noneMb << 20, o.lineBytes);
@@ -87,19 +89,43 @@ export async function benchDirect(o: DirectBenchOptions): Promise<void> {
   // drops it (it is never persisted), so the journal holds exactly the two files.
   const size = statSync(noneFile).size + statSync(gzipFile).size;
   const sha256 = await hashFiles([noneFile, gzipFile]);
+  const kinds: StoreKind[] = haveS3Server() ? ['file', 's3'] : ['file'];
+  if (kinds.length === 1) console.log('\n(direct: no S3 server built, so the s3:// case is left out; see scripts/install-peers.sh)');
+  for (const kind of kinds) await benchDirectOn(kind, o, { noneFile, gzipFile, noneMb, gzipMb, size, sha256 });
+}
 
+type StoreKind = 'file' | 's3';
+
+async function benchDirectOn(
+  kind: StoreKind,
+  o: DirectBenchOptions,
+  d: { noneFile: string; gzipFile: string; noneMb: number; gzipMb: number; size: number; sha256: string },
+): Promise<void> {
+  const { noneFile, gzipFile, noneMb, gzipMb, size, sha256 } = d;
+  console.log(
+    `\n== direct (${kind}://): ${noneMb + gzipMb} MiB journal of persisted NONE (${noneMb} MiB) and GZIP (${gzipMb} MiB) fragments, ` +
+      `read from its ${kind === 'file' ? 'file:// store (--file-root)' : 's3:// store on the test S3 server (broker-signed URLs)'}, ${o.runs} run(s) per tool`,
+  );
   const c0 = performance.now();
-  const cluster = await startCluster({ brokers: 1 });
+  const s3 = kind === 's3' ? await startS3({ bucket: 'bench' }) : undefined;
+  const cluster = await startCluster({
+    brokers: 1,
+    brokerEnv: s3 ? { AWS_ACCESS_KEY_ID: s3.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: s3.credentials.secretAccessKey, AWS_REGION: s3.credentials.region } : undefined,
+  }).catch(async (e: unknown) => {
+    await s3?.stop();
+    throw e;
+  });
+  const store = s3 ? s3.storeUrl('direct/') : 'file:///';
   let client = new JournalClient({ address: cluster.brokerAddress });
   const results: Record<'ours' | 'go', { mbps: number; wallS: number; cpuS?: number; rssMiB?: number }[]> = { ours: [], go: [] };
   try {
-    await client.apply([{ expect_mod_revision: 0n, upsert: spec(CompressionCodec.NONE), delete: '' }]);
+    await client.apply([{ expect_mod_revision: 0n, upsert: spec(CompressionCodec.NONE, store), delete: '' }]);
     await waitForJournalsAssigned(cluster, [JOURNAL], 30_000);
     const f0 = performance.now();
     await fill(client, noneFile);
     const sel = { include: { labels: [{ name: 'name', value: JOURNAL, prefix: false }] }, exclude: { labels: [] } };
     const rev = (await client.list(sel)).journals[0]!.mod_revision;
-    await client.apply([{ expect_mod_revision: rev, upsert: spec(CompressionCodec.GZIP), delete: '' }]);
+    await client.apply([{ expect_mod_revision: rev, upsert: spec(CompressionCodec.GZIP, store), delete: '' }]);
     await pollUntil('the GZIP spec to reach the broker', async () => (await client.list(sel)).journals[0]!.spec!.fragment!.compression_codec === CompressionCodec.GZIP, {
       timeoutMs: 10_000,
       intervalMs: 100,
@@ -146,8 +172,7 @@ export async function benchDirect(o: DirectBenchOptions): Promise<void> {
       `name=${JOURNAL}`,
       '--broker.cache.size',
       '256',
-      '--file-root',
-      cluster.fileRoot,
+      ...(kind === 'file' ? ['--file-root', cluster.fileRoot] : []),
       '--offsets-out',
       offsetsOut,
     ];
@@ -192,13 +217,14 @@ export async function benchDirect(o: DirectBenchOptions): Promise<void> {
   } finally {
     client.close();
     await cluster.stop();
+    await s3?.stop();
   }
   const o_ = results.ours.map((r) => r.mbps);
   const g_ = results.go.map((r) => r.mbps);
   const ratio = median(o_) / median(g_);
   const cpu = (t: 'ours' | 'go') => median(results[t].map((r) => r.cpuS ?? NaN));
   const rss = (t: 'ours' | 'go') => median(results[t].map((r) => r.rssMiB ?? NaN));
-  console.log(`\n== direct summary (${noneMb + gzipMb} MiB, MB/s = 10^6 B/s, ratio = ours / Go)`);
+  console.log(`\n== direct summary, ${kind}:// store (${noneMb + gzipMb} MiB, MB/s = 10^6 B/s, ratio = ours / Go)`);
   console.log(
     table([
       ['', 'ours best', 'ours median', 'Go best', 'Go median', 'ratio best', 'ratio median', 'client CPU s ours/Go', 'peak RSS MiB ours/Go', 'target'],
