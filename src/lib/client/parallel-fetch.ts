@@ -14,6 +14,7 @@
 // every byte before the failure point has been yielded exactly once, the rest of the run is
 // cancelled, and a FragmentRunError says where reading stopped, so the caller can go on from
 // there (e.g. through a broker).
+import { availableParallelism } from 'node:os';
 import type { Readable } from 'node:stream';
 import type { Fragment } from '../protocol/gen/broker/protocol.js';
 import { DirectReadError, openFragment, openFragmentFrom } from './fragment-fetch.js';
@@ -32,7 +33,7 @@ export interface FragmentRunOptions {
   from?: bigint;
   /** Offset to stop before (0 or absent: the end of the last fragment). */
   stopAt?: bigint;
-  /** Fragments open at once (default 4, at least 1). */
+  /** Fragments open at once (default {@link DEFAULT_RUN_CONCURRENCY}, at least 1). */
   concurrency?: number;
   /** Decompressed bytes fragments ahead of the head may hold (default 64 MiB). */
   budgetBytes?: number;
@@ -63,7 +64,12 @@ export class FragmentRunError extends DirectReadError {
   }
 }
 
-export const DEFAULT_RUN_CONCURRENCY = 4;
+/**
+ * Fragments open at once by default: one per CPU core, at least 2 and at most 8. Decompression
+ * runs on libuv's thread pool, so more fragments than cores only add memory and contention
+ * (measured: on 2 cores, 4 at once read slower than 2).
+ */
+export const DEFAULT_RUN_CONCURRENCY = Math.max(2, Math.min(8, availableParallelism()));
 export const DEFAULT_RUN_BUDGET = 64 * 1024 * 1024;
 
 const EMPTY = new Uint8Array(0);

@@ -61,7 +61,8 @@ export interface ReaderOptions {
   /** Overrides the backoff schedule (tests). */
   delay?: (attempt: number) => number;
   /**
-   * Persisted fragments fetched at once by a direct read (default 4; 1 reads them one by one).
+   * Persisted fragments fetched at once by a direct read (default: one per CPU core, at least 2
+   * and at most 8; 1 reads them one by one).
    * The run of fragments to fetch comes from a ListFragments of the journal.
    */
   parallel?: number;
