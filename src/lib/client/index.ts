@@ -30,7 +30,25 @@ export {
   type RetryOptions,
 } from './retry.js';
 export { RouteCache, pickEndpoint, type DispatchOptions, type EndpointState } from './route-cache.js';
-export { openFragment, DirectReadError, DirectReadUnsupportedError, type OpenFragmentOptions, type OpenedFragment } from './fragment-fetch.js';
+export {
+  openFragment,
+  openFragmentFrom,
+  decodeFragmentStream,
+  DirectReadError,
+  DirectReadUnsupportedError,
+  type OpenFragmentOptions,
+  type OpenedFragment,
+} from './fragment-fetch.js';
+export {
+  readFragmentRun,
+  FragmentRunError,
+  DEFAULT_RUN_CONCURRENCY,
+  DEFAULT_RUN_BUDGET,
+  type FragmentRunOptions,
+  type RunEvent,
+  type RunItem,
+} from './parallel-fetch.js';
+export { verifyFragment, type VerifyOutcome, type VerifySource } from './fragment-verify.js';
 export { retryCall, transportError, describeGrpcError, type CallOptions, type RetryHook, type RetryPolicy } from './rpc.js';
 export { ServiceClient, mergeCallOptions, type CallDefaults, type Dispatch } from './call.js';
 export { JournalWatch, type WatchSource } from './watch.js';
