@@ -8,6 +8,7 @@ import { GazctlError } from '../../lib/protocol/errors.js';
 import { fragmentContentPath, sumToHex } from '../../lib/protocol/fragment.js';
 import { openStore, type FragmentStore } from '../../lib/stores/index.js';
 import { CompressionCodec, JournalSpec_Suspend_Level, type Fragment, type FragmentsResponse__Fragment } from '../../lib/protocol/gen/broker/protocol.js';
+import { mapLimit } from '../../lib/concurrency.js';
 
 const OPTIONS = options({
   selector: selector(false),
@@ -226,15 +227,3 @@ export function fragmentJson(f: FragmentsResponse__Fragment): string {
   return `{${top.join(',')}}`;
 }
 
-async function mapLimit<T, R>(items: T[], limit: number, fn: (t: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
-}
