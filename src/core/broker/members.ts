@@ -1,0 +1,106 @@
+// This broker's membership: its member key `R/members/<zone>#<suffix>` (a BrokerSpec) under an
+// etcd lease kept alive by the keyspace client. When the lease is lost (etcd unreachable for a
+// whole TTL, or the process was paused past it) the member stops counting as registered, so the
+// daemon stops acting as primary, and keeps trying to register again with a fresh lease. It
+// never exits because of etcd.
+
+import type { Keyspace, Lease } from '../../lib/keyspace/index.js';
+import { memberKey } from '../../lib/keyspace/keys.js';
+import { BrokerSpec, type ProcessSpec_ID } from '../../lib/protocol/gen/broker/protocol.js';
+import type { Logger } from './log.js';
+
+export class Membership {
+  readonly key: string;
+  private lease: Lease | undefined;
+  private spec: BrokerSpec;
+  private stopped = false;
+  private readonly listeners = new Set<(registered: boolean) => void>();
+  private registering: Promise<void> | undefined;
+
+  constructor(
+    private readonly ks: Keyspace,
+    root: string,
+    readonly id: ProcessSpec_ID,
+    endpoint: string,
+    limit: number,
+    private readonly ttlSeconds: number,
+    private readonly log: Logger,
+  ) {
+    this.key = memberKey(root, id);
+    this.spec = { process_spec: { id, endpoint }, journal_limit: limit, exiting: false };
+  }
+
+  /** The lease id while registered (for keys that live as long as this member). */
+  get leaseId(): bigint | undefined {
+    return this.lease && !this.lease.lost ? this.lease.id : undefined;
+  }
+
+  get registered(): boolean {
+    return this.leaseId !== undefined;
+  }
+
+  get exiting(): boolean {
+    return this.spec.exiting;
+  }
+
+  onRegistration(fn: (registered: boolean) => void): void {
+    this.listeners.add(fn);
+  }
+
+  /** Register once (rejects on an etcd error); later losses re-register in the background. */
+  async start(): Promise<void> {
+    await this.register();
+  }
+
+  private async register(): Promise<void> {
+    const lease = await this.ks.grantLease(this.ttlSeconds, {
+      onLost: (err) => {
+        if (this.stopped) return;
+        this.log.warn('etcd lease lost; no longer acting for this member until registered again', { err: err.message });
+        for (const l of this.listeners) l(false);
+        this.reRegister();
+      },
+    });
+    try {
+      await this.ks.put(this.key, Buffer.from(BrokerSpec.encode(this.spec).finish()), { lease: lease.id });
+    } catch (e) {
+      await lease.revoke().catch(() => false);
+      throw e;
+    }
+    this.lease = lease;
+    this.log.info('registered member', { key: this.key, lease: lease.id.toString(16) });
+    for (const l of this.listeners) l(true);
+  }
+
+  private reRegister(): void {
+    if (this.registering || this.stopped) return;
+    this.registering = (async () => {
+      let delay = 250;
+      while (!this.stopped) {
+        try {
+          await this.register();
+          return;
+        } catch (e) {
+          this.log.warn('registering member failed; retrying', { err: (e as Error).message });
+          await new Promise((r) => setTimeout(r, delay));
+          delay = Math.min(delay * 2, 2000);
+        }
+      }
+    })().finally(() => (this.registering = undefined));
+  }
+
+  /** Mark this member as exiting (limit 0), so the allocator moves its journals away. */
+  async setExiting(): Promise<void> {
+    this.spec = { ...this.spec, journal_limit: 0, exiting: true };
+    const id = this.leaseId;
+    if (id !== undefined) await this.ks.put(this.key, Buffer.from(BrokerSpec.encode(this.spec).finish()), { lease: id });
+  }
+
+  /** Revoke the lease: the member key and this member's assignments go at once. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    const lease = this.lease;
+    this.lease = undefined;
+    if (lease && !lease.lost) await lease.revoke().catch(() => false);
+  }
+}

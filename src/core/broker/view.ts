@@ -1,0 +1,224 @@
+// The broker's view of its etcd keyspace: every key under the root, kept current by a prefix
+// watch that never gives up, and decoded into journals (spec + assignments + route) and
+// members. Everything else in the daemon reads etcd state from here, never from etcd directly,
+// so all of it agrees on one revision.
+
+import { decodeKv, type Keyspace, type KeyValue } from '../../lib/keyspace/index.js';
+import { parseAssignmentKey, parseItemKey, parseMemberKey, ASSIGNMENTS_PREFIX, ITEMS_PREFIX, MEMBERS_PREFIX, type AssignmentKey } from '../../lib/keyspace/keys.js';
+import { BrokerSpec, JournalSpec, Route, type Header_Etcd, type ProcessSpec_ID } from '../../lib/protocol/gen/broker/protocol.js';
+import { compareStrings } from '../../lib/protocol/labels.js';
+import type { Logger } from './log.js';
+
+export interface MemberEntry {
+  id: ProcessSpec_ID;
+  key: string;
+  kv: KeyValue;
+  spec: BrokerSpec;
+}
+
+export interface AssignmentEntry extends AssignmentKey {
+  key: string;
+  kv: KeyValue;
+  /** The route the replica last advertised (an empty value decodes to an empty route). */
+  value: Route;
+}
+
+export interface JournalEntry {
+  name: string;
+  kv: KeyValue;
+  spec: JournalSpec;
+  /** Assignments in key order. */
+  assignments: AssignmentEntry[];
+  /** The route the assignment keys describe, with member endpoints attached. */
+  route: Route;
+}
+
+export class ClusterView {
+  private readonly kvs = new Map<string, KeyValue>();
+  private journalsCache: Map<string, JournalEntry> | undefined;
+  private membersCache: Map<string, MemberEntry> | undefined;
+  private rev = 0n;
+  private waiters: { rev: bigint; resolve: () => void }[] = [];
+  private listeners = new Set<() => void>();
+  /** cluster_id, member_id and raft_term of the etcd we talk to (revision filled per use). */
+  private etcdIds: Omit<Header_Etcd, 'revision'> = { cluster_id: 0n, member_id: 0n, raft_term: 0n };
+  private stopWatch: (() => Promise<void>) | undefined;
+
+  constructor(
+    private readonly ks: Keyspace,
+    readonly root: string,
+    private readonly log: Logger,
+    private readonly watchDelayMs = 0,
+  ) {}
+
+  get revision(): bigint {
+    return this.rev;
+  }
+
+  /** Load the keyspace and follow it. Resolves once the first snapshot is in. */
+  async start(): Promise<void> {
+    await this.refreshEtcdIds();
+    const snap = await this.ks.range(this.root + '/');
+    this.replaceAll(snap.kvs, snap.revision);
+    const w = this.ks.watchPrefix(this.root + '/', {
+      afterRevision: snap.revision,
+      onChanges: async (c) => {
+        for (const e of c.events) {
+          if (e.type === 'put') this.kvs.set(e.kv.key, e.kv);
+          else this.kvs.delete(e.kv.key);
+        }
+        if (this.watchDelayMs > 0) await new Promise((r) => setTimeout(r, this.watchDelayMs));
+        this.advance(c.revision);
+      },
+      onResync: (r) => {
+        this.log.warn('etcd history was compacted under the watch; reloaded the keyspace', { revision: r.revision });
+        this.replaceAll(r.kvs, r.revision);
+      },
+      onRetry: (err, attempt) => {
+        if (attempt === 1 || attempt % 10 === 0) this.log.warn('etcd watch interrupted; retrying', { err: err.message, attempt });
+        void this.refreshEtcdIds().catch(() => undefined);
+      },
+    });
+    this.stopWatch = () => w.close();
+    void w.done.catch((e: unknown) => this.log.error('etcd watch stopped', { err: (e as Error).message }));
+  }
+
+  async stop(): Promise<void> {
+    await this.stopWatch?.();
+  }
+
+  /** Re-read etcd's ids (a raw range answers with the response header). */
+  async refreshEtcdIds(): Promise<void> {
+    const r = await this.ks.rpc.kv.range({ key: Buffer.from(this.root + '/'), count_only: true });
+    const h = r.header;
+    this.etcdIds = { cluster_id: BigInt(h.cluster_id), member_id: BigInt(h.member_id), raft_term: BigInt(h.raft_term) };
+  }
+
+  /** The etcd part of response headers, at the view's revision (or `rev`). */
+  etcdHeader(rev?: bigint): Header_Etcd {
+    return { ...this.etcdIds, revision: rev ?? this.rev };
+  }
+
+  private replaceAll(kvs: KeyValue[], rev: bigint): void {
+    this.kvs.clear();
+    for (const kv of kvs) this.kvs.set(kv.key, kv);
+    this.advance(rev);
+  }
+
+  private advance(rev: bigint): void {
+    this.journalsCache = undefined;
+    this.membersCache = undefined;
+    if (rev > this.rev) this.rev = rev;
+    const ready = this.waiters.filter((w) => w.rev <= this.rev);
+    this.waiters = this.waiters.filter((w) => w.rev > this.rev);
+    for (const w of ready) w.resolve();
+    for (const l of this.listeners) {
+      try {
+        l();
+      } catch (e) {
+        this.log.error('view listener failed', { err: (e as Error).message });
+      }
+    }
+  }
+
+  /** Call `fn` after every change of the view. Returns an unsubscribe function. */
+  onChange(fn: () => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  /** Resolve once the view has reached `rev` (or `signal` aborts: rejects). */
+  waitFor(rev: bigint, signal?: AbortSignal): Promise<void> {
+    if (rev <= this.rev) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const w = { rev, resolve: () => resolve() };
+      this.waiters.push(w);
+      signal?.addEventListener(
+        'abort',
+        () => {
+          this.waiters = this.waiters.filter((x) => x !== w);
+          reject(signal.reason ?? new Error('aborted'));
+        },
+        { once: true },
+      );
+    });
+  }
+
+  /** Raw key/values under the root, for the allocator. */
+  rawKvs(): KeyValue[] {
+    return [...this.kvs.values()];
+  }
+
+  get(key: string): KeyValue | undefined {
+    return this.kvs.get(key);
+  }
+
+  members(): Map<string, MemberEntry> {
+    if (this.membersCache) return this.membersCache;
+    const out = new Map<string, MemberEntry>();
+    const prefix = this.root + MEMBERS_PREFIX;
+    for (const kv of this.sortedUnder(prefix)) {
+      try {
+        const id = parseMemberKey(this.root, kv.key);
+        out.set(kv.key, { id, key: kv.key, kv, spec: BrokerSpec.decode(kv.value) });
+      } catch (e) {
+        this.log.debug('ignoring member key', { key: kv.key, err: (e as Error).message });
+      }
+    }
+    this.membersCache = out;
+    return out;
+  }
+
+  journals(): Map<string, JournalEntry> {
+    if (this.journalsCache) return this.journalsCache;
+    const members = this.members();
+    const out = new Map<string, JournalEntry>();
+    for (const kv of this.sortedUnder(this.root + ITEMS_PREFIX)) {
+      try {
+        const name = parseItemKey(this.root, kv.key);
+        const spec = JournalSpec.decode(kv.value);
+        out.set(name, { name, kv, spec, assignments: [], route: { members: [], primary: -1, endpoints: [] } });
+      } catch (e) {
+        this.log.debug('ignoring item key', { key: kv.key, err: (e as Error).message });
+      }
+    }
+    for (const kv of this.sortedUnder(this.root + ASSIGNMENTS_PREFIX)) {
+      let a: AssignmentKey;
+      try {
+        a = parseAssignmentKey(this.root, kv.key);
+      } catch {
+        continue;
+      }
+      const j = out.get(a.item);
+      if (!j) continue;
+      let value: Route;
+      try {
+        value = Route.decode(kv.value);
+      } catch {
+        value = { members: [], primary: -1, endpoints: [] };
+      }
+      j.assignments.push({ ...a, key: kv.key, kv, value });
+    }
+    for (const j of out.values()) {
+      const route: Route = { members: [], primary: -1, endpoints: [] };
+      for (const a of j.assignments) {
+        if (a.slot === 0) route.primary = route.members.length;
+        route.members.push({ zone: a.zone, suffix: a.suffix });
+        const m = members.get(this.root + MEMBERS_PREFIX + a.zone + '#' + a.suffix);
+        route.endpoints.push(m?.spec.process_spec?.endpoint ?? '');
+      }
+      if (route.endpoints.every((e) => e === '')) route.endpoints = [];
+      j.route = route;
+    }
+    this.journalsCache = out;
+    return out;
+  }
+
+  private sortedUnder(prefix: string): KeyValue[] {
+    const out: KeyValue[] = [];
+    for (const [k, kv] of this.kvs) if (k.startsWith(prefix)) out.push(kv);
+    return out.sort((a, b) => compareStrings(a.key, b.key));
+  }
+}
+
+export { decodeKv };
