@@ -1,0 +1,33 @@
+// What the broker's parts share: the etcd view and client, this member, the resolver, peer
+// clients, the journals held here, configuration and logging.
+
+import type { Keyspace } from '../../lib/keyspace/index.js';
+import type { ServeConfig } from './flags.js';
+import type { Logger } from './log.js';
+import type { Membership } from './members.js';
+import type { Metrics } from './metrics.js';
+import type { Peers } from './peers.js';
+import type { ReplicaSet } from './replicas.js';
+import type { Resolver } from './resolver.js';
+import type { ClusterView } from './view.js';
+
+export interface Broker {
+  config: ServeConfig;
+  ks: Keyspace;
+  view: ClusterView;
+  member: Membership;
+  resolver: Resolver;
+  peers: Peers;
+  replicas: ReplicaSet;
+  metrics: Metrics;
+  log: Logger;
+}
+
+/** Journal flags: none set means read-write. */
+export function journalWritable(flags: number): boolean {
+  return flags === 0 || (flags & (2 | 4)) !== 0;
+}
+
+export function journalReadable(flags: number): boolean {
+  return flags === 0 || (flags & (1 | 4)) !== 0;
+}

@@ -1,0 +1,118 @@
+// `gazette serve`: wire the broker's parts together and run until signalled.
+//
+// Start-up: bind the service port, load and follow the etcd keyspace, register this member
+// under a lease, then hold journals and (when this member allocates) run allocation rounds.
+// etcd being unreachable at start-up is waited out, like a lapse later on: the daemon never
+// exits because of etcd. SIGTERM (or SIGINT) marks the member exiting (journal limit 0), waits
+// until the allocator has moved every journal away and local content is persisted, releases
+// the lease and exits 0; a second signal exits at once.
+
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { Keyspace } from '../../lib/keyspace/index.js';
+import { AllocationLoop } from './allocation.js';
+import type { Broker } from './broker.js';
+import type { ServeConfig } from './flags.js';
+import { Logger } from './log.js';
+import { Membership } from './members.js';
+import { Metrics } from './metrics.js';
+import { Peers } from './peers.js';
+import { ReplicaSet } from './replicas.js';
+import { Resolver } from './resolver.js';
+import { startServer } from './server.js';
+import { journalService } from './service.js';
+import { ClusterView } from './view.js';
+
+async function retrying<T>(log: Logger, what: string, fn: () => Promise<T>, stop: AbortSignal): Promise<T> {
+  let delay = 250;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (e) {
+      if (stop.aborted) throw e;
+      if (attempt === 1 || attempt % 10 === 0) log.warn(`${what} failed; retrying`, { err: (e as Error).message, attempt });
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(delay * 2, 2000);
+    }
+  }
+}
+
+export async function serve(config: ServeConfig): Promise<number> {
+  const log = new Logger(config.logLevel, config.logFormat);
+  const stop = new AbortController();
+  const id = { zone: config.zone, suffix: config.id || `${hostname().split('.')[0]}-${randomBytes(4).toString('hex')}` };
+  const host = config.host || hostname();
+
+  const ks = new Keyspace({ endpoints: config.etcdAddress.split(',').map((s) => s.trim()) });
+  const view = new ClusterView(ks, config.etcdPrefix, log, config.watchDelayMs);
+  const metrics = new Metrics();
+  const b = { config, ks, view, peers: new Peers(), replicas: new ReplicaSet(), metrics, log } as Partial<Broker> as Broker;
+  let started = false;
+  const server = await startServer({
+    host: config.host,
+    port: config.port,
+    journal: journalService(b),
+    metrics,
+    ready: () => started && b.member.registered && !b.member.exiting,
+    maxRecvBytes: config.maxGrpcRecvSize || 4 << 20,
+  });
+  const endpoint = `http://${host.includes(':') ? `[${host}]` : host}:${server.port}`;
+  b.member = new Membership(ks, config.etcdPrefix, id, endpoint, config.limit, config.etcdLeaseSeconds, log);
+  b.resolver = new Resolver(view, b.member, id);
+
+  let signals = 0;
+  let exit!: (code: number) => void;
+  const exited = new Promise<number>((r) => (exit = r));
+  const onSignal = (sig: string) => {
+    signals++;
+    if (signals > 1) {
+      log.warn('second signal; exiting now', { signal: sig });
+      exit(1);
+      return;
+    }
+    log.info('signalled; handing off journals before exiting', { signal: sig });
+    void drain().then(() => exit(0), (e: unknown) => {
+      log.error('exit hand-off failed', { err: (e as Error).message });
+      exit(1);
+    });
+  };
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
+
+  let alloc: AllocationLoop | undefined;
+  const drain = async () => {
+    if (!started) return;
+    await retrying(log, 'marking member exiting', () => b.member.setExiting(), stop.signal);
+    for (;;) {
+      const held = alloc!.mayExit();
+      const unpersisted = b.replicas.all().some((r) => r.listFragments().some((f) => f.content));
+      if (held && !unpersisted) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+
+  void (async () => {
+    await retrying(log, 'loading the etcd keyspace', () => view.start(), stop.signal);
+    await retrying(log, 'registering member', () => b.member.start(), stop.signal);
+    b.replicas.attach(b);
+    alloc = new AllocationLoop(view, ks, b.member, config.maxReplication, log);
+    alloc.start();
+    b.member.onRegistration(() => alloc?.kick());
+    started = true;
+    log.info('broker serving', { id: `${id.zone}#${id.suffix}`, endpoint, prefix: config.etcdPrefix });
+  })().catch((e: unknown) => {
+    log.error('start-up failed', { err: (e as Error).message });
+    exit(1);
+  });
+
+  const code = await exited;
+  stop.abort();
+  alloc?.stop();
+  await b.member?.stop().catch(() => undefined);
+  b.replicas.close();
+  await server.close().catch(() => undefined);
+  b.peers.close();
+  await view.stop().catch(() => undefined);
+  ks.close();
+  return code;
+}

@@ -1,0 +1,31 @@
+// gRPC clients of the other brokers, one per endpoint, shared by proxying and replication.
+
+import { credentials } from '@grpc/grpc-js';
+import { JournalClient } from '../../lib/protocol/gen/broker/protocol.js';
+
+export class Peers {
+  private readonly clients = new Map<string, JournalClient>();
+
+  constructor(private readonly maxMessageBytes = 16 << 20) {}
+
+  client(endpoint: string): JournalClient {
+    let c = this.clients.get(endpoint);
+    if (!c) {
+      const u = new URL(endpoint);
+      c = new JournalClient(u.host, credentials.createInsecure(), {
+        'grpc.max_receive_message_length': this.maxMessageBytes,
+        'grpc.max_send_message_length': this.maxMessageBytes,
+        // A restarted peer on the same port should be reachable again quickly.
+        'grpc.initial_reconnect_backoff_ms': 100,
+        'grpc.max_reconnect_backoff_ms': 1000,
+      });
+      this.clients.set(endpoint, c);
+    }
+    return c;
+  }
+
+  close(): void {
+    for (const c of this.clients.values()) c.close();
+    this.clients.clear();
+  }
+}

@@ -1,0 +1,90 @@
+// The Replicate RPC at a replica: the primary's stream of content and proposals for one
+// journal. The first message names the route (in its header) the primary believes in; the
+// replica waits until its own view has reached that revision and refuses with WRONG_ROUTE when
+// the routes differ or it is not a replica in it. Then:
+//   content  -> staged in the spool (content_delta must equal the bytes staged so far);
+//   proposal -> equal to the spool's fragment: roll back the staged bytes; equal to it extended
+//               by them: commit; empty at or past the spool's end: roll to a new fragment
+//               there; anything else: PROPOSAL_MISMATCH with the replica's fragment.
+// Every message with `acknowledge` gets one answer; the first answer carries the header.
+
+import { status as GrpcStatus, type ServerDuplexStream } from '@grpc/grpc-js';
+import { ReplicateResponse, Status, type ReplicateRequest } from '../../lib/protocol/gen/broker/protocol.js';
+import { routeEquals } from '../../lib/protocol/route.js';
+import type { Broker } from './broker.js';
+import type { Replica } from './replica.js';
+
+type Call = ServerDuplexStream<ReplicateRequest, ReplicateResponse>;
+
+function fail(call: Call, code: GrpcStatus, details: string): void {
+  call.destroy(Object.assign(new Error(details), { code, details }));
+}
+
+export async function serveReplicate(b: Broker, call: Call): Promise<void> {
+  const it = call[Symbol.asyncIterator]() as AsyncIterator<ReplicateRequest>;
+  const firstMsg = await it.next();
+  if (firstMsg.done) return void call.end();
+  const first = firstMsg.value;
+  if (!first.header || !first.proposal) return fail(call, GrpcStatus.INVALID_ARGUMENT, 'replicate: the first message needs a header and a proposal');
+  const name = first.proposal.journal;
+  let res;
+  try {
+    res = await b.resolver.resolve({ journal: name, requirePrimary: false, mayProxy: false, header: first.header });
+  } catch (e) {
+    return fail(call, GrpcStatus.FAILED_PRECONDITION, `replicate ${name}: ${(e as Error).message}`);
+  }
+  if (res.kind !== 'local' || !routeEquals(res.header.route, first.header.route) || res.localIndex === res.entry.route.primary) {
+    call.write(ReplicateResponse.fromPartial({ status: Status.WRONG_ROUTE, header: res.header }));
+    return void call.end();
+  }
+  const replica = b.replicas.ensure(res.spec);
+  await replica.loaded;
+  let header: typeof res.header | undefined = res.header;
+  let msg: ReplicateRequest | undefined = first;
+  try {
+    while (msg) {
+      if (msg.content.length > 0) {
+        if (msg.content_delta !== BigInt(replica.spool.pending)) {
+          return fail(call, GrpcStatus.INVALID_ARGUMENT, `replicate ${name}: content_delta ${msg.content_delta} but ${replica.spool.pending} bytes are staged`);
+        }
+        replica.spool.stage(msg.content);
+        b.metrics.replicatedBytes.inc(msg.content.length);
+      }
+      let status = Status.OK;
+      if (msg.proposal) status = applyProposal(replica, msg);
+      if (msg.acknowledge) {
+        const r: Partial<ReplicateResponse> = { status, header };
+        if (status === Status.PROPOSAL_MISMATCH) {
+          r.fragment = replica.spool.fragment;
+          r.registers = replica.spool.registers;
+        }
+        call.write(ReplicateResponse.fromPartial(r));
+        header = undefined;
+      }
+      const next = await it.next();
+      msg = next.done ? undefined : next.value;
+    }
+  } catch (e) {
+    replica.spool.rollback();
+    b.log.debug('replicate stream ended', { journal: name, err: (e as Error).message });
+    return;
+  }
+  replica.spool.rollback();
+  call.end();
+}
+
+function applyProposal(replica: Replica, msg: ReplicateRequest): Status {
+  const p = msg.proposal!;
+  const spool = replica.spool;
+  const m = spool.matches(p);
+  if (m === 'current') spool.rollback();
+  else if (m === 'next') {
+    spool.commit();
+    replica.notify();
+  } else if (p.begin === p.end && p.end >= spool.fragment.end && p.journal === replica.name) {
+    spool.rollback();
+    replica.roll(p.end, p);
+  } else return Status.PROPOSAL_MISMATCH;
+  if (msg.registers) spool.registers = msg.registers;
+  return Status.OK;
+}

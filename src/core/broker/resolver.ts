@@ -1,0 +1,86 @@
+// Resolving a journal for one request: wait until the view is recent enough, find the
+// journal's spec and route, and decide whether this broker serves the request, proxies it to
+// the broker that does, or answers with a status (route attached, so clients can re-route).
+
+import { Status, type Header, type JournalSpec, type ProcessSpec_ID, type Route } from '../../lib/protocol/gen/broker/protocol.js';
+import { memberIndex } from '../../lib/protocol/route.js';
+import type { Membership } from './members.js';
+import type { ClusterView, JournalEntry } from './view.js';
+
+export interface ResolveOptions {
+  /** The journal (a `;suffix` such as `;meta` is ignored). */
+  journal: string;
+  /** The request must be served by the primary (Append). */
+  requirePrimary: boolean;
+  mayProxy: boolean;
+  /** The request's header, when another broker proxied it here. */
+  header?: Header;
+  minEtcdRevision?: bigint;
+  signal?: AbortSignal;
+}
+
+export type Resolution =
+  | { kind: 'local'; entry: JournalEntry; spec: JournalSpec; header: Header; localIndex: number }
+  | { kind: 'proxy'; entry: JournalEntry; endpoint: string; header: Header }
+  | { kind: 'status'; status: Status; header: Header };
+
+export class ResolveError extends Error {}
+
+export class Resolver {
+  constructor(
+    private readonly view: ClusterView,
+    private readonly member: Membership,
+    readonly self: ProcessSpec_ID,
+  ) {}
+
+  /** A header naming this broker, with `route` and the view's etcd state. */
+  header(route?: Route): Header {
+    return {
+      process_id: { ...this.self },
+      route: route ? { members: route.members.map((m) => ({ ...m })), primary: route.primary, endpoints: [...route.endpoints] } : { members: [], primary: -1, endpoints: [] },
+      etcd: this.view.etcdHeader(),
+    };
+  }
+
+  async resolve(o: ResolveOptions): Promise<Resolution> {
+    const name = o.journal.split(';')[0]!;
+    if (o.header) {
+      const h = o.header;
+      const ours = this.view.etcdHeader();
+      if (h.etcd && h.etcd.cluster_id !== 0n && ours.cluster_id !== 0n && h.etcd.cluster_id !== ours.cluster_id) {
+        throw new ResolveError(`proxied request is from etcd cluster ${h.etcd.cluster_id}, this broker is on ${ours.cluster_id}`);
+      }
+      if (h.process_id && (h.process_id.zone !== '' || h.process_id.suffix !== '') && (h.process_id.zone !== this.self.zone || h.process_id.suffix !== this.self.suffix)) {
+        throw new ResolveError(`proxied request is for broker ${h.process_id.zone}#${h.process_id.suffix}, this is ${this.self.zone}#${this.self.suffix}`);
+      }
+      if (h.etcd) await this.view.waitFor(h.etcd.revision, o.signal);
+    }
+    if (o.minEtcdRevision && o.minEtcdRevision > 0n) await this.view.waitFor(o.minEtcdRevision, o.signal);
+
+    const entry = this.view.journals().get(name);
+    if (!entry) return { kind: 'status', status: Status.JOURNAL_NOT_FOUND, header: this.header() };
+    const route = entry.route;
+    const header = this.header(route);
+    // A broker without a live lease does not act for its assignments.
+    const localIndex = this.member.registered ? memberIndex(route, this.self) : -1;
+
+    if (o.requirePrimary) {
+      if (route.primary < 0) return { kind: 'status', status: Status.NO_JOURNAL_PRIMARY_BROKER, header };
+      if (route.primary === localIndex) return { kind: 'local', entry, spec: entry.spec, header, localIndex };
+      if (!o.mayProxy || o.header) return { kind: 'status', status: Status.NOT_JOURNAL_PRIMARY_BROKER, header };
+      const endpoint = route.endpoints[route.primary];
+      if (!endpoint) return { kind: 'status', status: Status.NO_JOURNAL_PRIMARY_BROKER, header };
+      return { kind: 'proxy', entry, endpoint, header: { ...header, process_id: { ...route.members[route.primary]! } } };
+    }
+    if (route.members.length === 0) return { kind: 'status', status: Status.INSUFFICIENT_JOURNAL_BROKERS, header };
+    if (localIndex >= 0) return { kind: 'local', entry, spec: entry.spec, header, localIndex };
+    if (!o.mayProxy || o.header) return { kind: 'status', status: Status.NOT_JOURNAL_BROKER, header };
+    // Prefer the primary, else the first member with an endpoint.
+    const order = [route.primary, ...route.members.map((_, i) => i)].filter((i) => i >= 0);
+    for (const i of order) {
+      const endpoint = route.endpoints[i];
+      if (endpoint) return { kind: 'proxy', entry, endpoint, header: { ...header, process_id: { ...route.members[i]! } } };
+    }
+    return { kind: 'status', status: Status.INSUFFICIENT_JOURNAL_BROKERS, header };
+  }
+}

@@ -1,0 +1,248 @@
+// The `protocol.Journal` gRPC service of the broker: List and Apply over the etcd view, and
+// Read, Append, Replicate, ListFragments and FragmentStoreHealth routed to (or proxied to) the
+// broker that serves the journal.
+
+import { Metadata, status as GrpcStatus, type sendUnaryData, type ServerReadableStream, type ServerWritableStream, type ServiceError } from '@grpc/grpc-js';
+import {
+  AppendResponse,
+  FragmentsResponse,
+  JournalSpec,
+  JournalSpec_Suspend_Level,
+  ListResponse,
+  ReadResponse,
+  Status,
+  type AppendRequest,
+  type ApplyRequest,
+  type ApplyResponse,
+  type FragmentStoreHealthRequest,
+  type FragmentStoreHealthResponse,
+  type FragmentsRequest,
+  type JournalServer,
+  type ListRequest,
+  type ListResponse_Journal,
+  type ReadRequest,
+} from '../../lib/protocol/gen/broker/protocol.js';
+import { itemKey } from '../../lib/keyspace/keys.js';
+import { durationToNanos } from '../../lib/protocol/duration.js';
+import { rewritePrefixLabels, matchesSelector, journalMatchLabels, validateLabelSelector } from '../../lib/protocol/selector.js';
+import { validateJournalApplyRequest } from '../../lib/protocol/validate/index.js';
+import { openStore } from '../../lib/stores/index.js';
+import { RpcError, serveAppend } from './append.js';
+import { journalReadable, type Broker } from './broker.js';
+import { proxyAppend, proxyFragments, proxyRead } from './proxy.js';
+import { serveRead } from './read.js';
+import { serveReplicate } from './replicate.js';
+
+/** Journals per List response message, as upstream. */
+const LIST_PAGE = 25;
+const DEFAULT_FRAGMENTS_PAGE = 1000;
+
+function rpcError(code: GrpcStatus, details: string): ServiceError {
+  return Object.assign(new Error(details), { code, details, metadata: new Metadata() });
+}
+
+function toServiceError(e: unknown): ServiceError {
+  if (e instanceof RpcError) return rpcError(e.code, e.message);
+  const se = e as Partial<ServiceError>;
+  if (typeof se.code === 'number') return rpcError(se.code, se.details ?? (e as Error).message);
+  return rpcError(GrpcStatus.UNKNOWN, (e as Error).message);
+}
+
+export function journalService(b: Broker): JournalServer {
+  const unrouted = () => b.resolver.header();
+
+  const snapshot = (sel: ListRequest['selector']) => {
+    const out: ListResponse_Journal[] = [];
+    let maxRev = 0n;
+    for (const j of b.view.journals().values()) {
+      if (!matchesSelector(sel, journalMatchLabels(j.spec))) continue;
+      out.push({ spec: j.spec, mod_revision: j.kv.modRevision, create_revision: j.kv.createRevision, route: j.route });
+      if (j.kv.modRevision > maxRev) maxRev = j.kv.modRevision;
+      for (const a of j.assignments) if (a.kv.modRevision > maxRev) maxRev = a.kv.modRevision;
+    }
+    return { journals: out, key: `${out.length}:${maxRev}` };
+  };
+
+  return {
+    async list(call: ServerWritableStream<ListRequest, ListResponse>) {
+      const req = call.request;
+      let sel;
+      try {
+        validateLabelSelector(req.selector ?? { include: undefined, exclude: undefined });
+        sel = rewritePrefixLabels(req.selector ?? { include: undefined, exclude: undefined });
+      } catch (e) {
+        return call.destroy(rpcError(GrpcStatus.INVALID_ARGUMENT, `list: ${(e as Error).message}`));
+      }
+      const ac = new AbortController();
+      call.on('cancelled', () => ac.abort());
+      call.on('close', () => ac.abort());
+      try {
+        if (req.watch_resume?.etcd) await b.view.waitFor(req.watch_resume.etcd.revision + 1n, ac.signal);
+        let last = '';
+        for (;;) {
+          const s = snapshot(sel);
+          if (s.key !== last || !req.watch) {
+            last = s.key;
+            const pages = [];
+            for (let i = 0; i < s.journals.length; i += LIST_PAGE) pages.push(s.journals.slice(i, i + LIST_PAGE));
+            call.write(ListResponse.fromPartial({ status: Status.OK, header: unrouted(), journals: pages[0] ?? [] }));
+            for (const p of pages.slice(1)) call.write(ListResponse.fromPartial({ journals: p }));
+            if (!req.watch) break;
+            call.write(ListResponse.fromPartial({}));
+          }
+          await new Promise<void>((resolve) => {
+            const off = b.view.onChange(() => {
+              off();
+              resolve();
+            });
+            ac.signal.addEventListener('abort', () => {
+              off();
+              resolve();
+            }, { once: true });
+          });
+          if (ac.signal.aborted) return;
+        }
+        call.end();
+      } catch (e) {
+        if (!ac.signal.aborted) call.destroy(toServiceError(e));
+      }
+    },
+
+    async apply(call, cb: sendUnaryData<ApplyResponse>) {
+      const req: ApplyRequest = call.request;
+      try {
+        validateJournalApplyRequest(req);
+      } catch (e) {
+        return cb(rpcError(GrpcStatus.INVALID_ARGUMENT, `apply: ${(e as Error).message}`));
+      }
+      const compare = [];
+      const success = [];
+      for (const c of req.changes) {
+        const name = c.upsert ? c.upsert.name : c.delete;
+        const key = itemKey(b.view.root, name);
+        if (c.expect_mod_revision !== -1n) compare.push({ key, target: 'modRevision' as const, result: '=' as const, value: c.expect_mod_revision });
+        success.push(c.upsert ? { put: key, value: Buffer.from(JournalSpec.encode(c.upsert).finish()) } : { delete: key });
+      }
+      try {
+        const r = await b.ks.txn({ compare, success });
+        if (!r.succeeded) return cb(null, { status: Status.ETCD_TRANSACTION_FAILED, header: { ...unrouted(), etcd: b.view.etcdHeader(r.revision) } });
+        await b.view.waitFor(r.revision);
+        cb(null, { status: Status.OK, header: { ...unrouted(), etcd: b.view.etcdHeader(r.revision) } });
+      } catch (e) {
+        const msg = (e as Error).message;
+        if (/too many operations in txn request/i.test(msg)) {
+          return cb(
+            rpcError(
+              GrpcStatus.INVALID_ARGUMENT,
+              `apply: ${req.changes.length} changes exceed etcd's limit of operations per transaction (--max-txn-ops, 128 by default); apply them in smaller batches (gazctl --max-txn-size)`,
+            ),
+          );
+        }
+        cb(rpcError(GrpcStatus.UNAVAILABLE, `apply: ${msg}`));
+      }
+    },
+
+    async read(call: ServerWritableStream<ReadRequest, ReadResponse>) {
+      const req = call.request;
+      try {
+        const res = await b.resolver.resolve({
+          journal: req.journal,
+          requirePrimary: false,
+          mayProxy: !req.do_not_proxy,
+          header: req.header,
+          minEtcdRevision: req.min_etcd_revision,
+        });
+        if (res.kind === 'status') {
+          call.write(ReadResponse.fromPartial({ status: res.status, header: res.header }));
+          return call.end();
+        }
+        if (res.kind === 'proxy') return await proxyRead(b.peers, res.endpoint, res.header, call);
+        if (!journalReadable(res.spec.flags)) {
+          call.write(ReadResponse.fromPartial({ status: Status.NOT_ALLOWED, header: res.header }));
+          return call.end();
+        }
+        if (res.spec.suspend?.level === JournalSpec_Suspend_Level.FULL && !b.replicas.get(res.spec.name)) {
+          call.write(ReadResponse.fromPartial({ status: Status.SUSPENDED, header: res.header }));
+          return call.end();
+        }
+        await serveRead(b, call, b.replicas.ensure(res.spec), res.header);
+      } catch (e) {
+        call.destroy(toServiceError(e));
+      }
+    },
+
+    async append(call: ServerReadableStream<AppendRequest, AppendResponse>, cb: sendUnaryData<AppendResponse>) {
+      const it = call[Symbol.asyncIterator]() as AsyncIterator<AppendRequest>;
+      try {
+        const n = await it.next();
+        if (n.done) return cb(rpcError(GrpcStatus.INVALID_ARGUMENT, 'append: no request'));
+        const first = n.value;
+        if (first.journal === '') return cb(rpcError(GrpcStatus.INVALID_ARGUMENT, 'append: the first message must name the journal'));
+        if (first.content.length > 0) return cb(rpcError(GrpcStatus.INVALID_ARGUMENT, 'append: the first message may not carry content'));
+        const res = await b.resolver.resolve({
+          journal: first.journal,
+          requirePrimary: true,
+          mayProxy: !first.do_not_proxy,
+          header: first.header,
+          minEtcdRevision: first.min_etcd_revision,
+        });
+        if (res.kind === 'status') return cb(null, AppendResponse.fromPartial({ status: res.status, header: res.header }));
+        if (res.kind === 'proxy') return cb(null, await proxyAppend(b.peers, res.endpoint, res.header, first, it, call));
+        cb(null, await serveAppend(b, res, first, it));
+      } catch (e) {
+        cb(toServiceError(e));
+      }
+    },
+
+    async replicate(call) {
+      try {
+        await serveReplicate(b, call);
+      } catch (e) {
+        call.destroy(toServiceError(e));
+      }
+    },
+
+    async listFragments(call, cb: sendUnaryData<FragmentsResponse>) {
+      const req: FragmentsRequest = call.request;
+      try {
+        const res = await b.resolver.resolve({ journal: req.journal, requirePrimary: false, mayProxy: !req.do_not_proxy, header: req.header });
+        if (res.kind === 'status') return cb(null, FragmentsResponse.fromPartial({ status: res.status, header: res.header }));
+        if (res.kind === 'proxy') return cb(null, await proxyFragments(b.peers, res.endpoint, res.header, req));
+        if (res.spec.suspend?.level === JournalSpec_Suspend_Level.FULL) return cb(null, FragmentsResponse.fromPartial({ status: Status.SUSPENDED, header: res.header }));
+        if (!journalReadable(res.spec.flags)) return cb(null, FragmentsResponse.fromPartial({ status: Status.NOT_ALLOWED, header: res.header }));
+        const replica = b.replicas.ensure(res.spec);
+        await replica.loaded;
+        const limit = req.page_limit > 0 ? req.page_limit : DEFAULT_FRAGMENTS_PAGE;
+        const ttlMs = req.signatureTTL ? Number(durationToNanos(req.signatureTTL) / 1_000_000n) : 0;
+        const selected = replica.listFragments().filter(({ fragment: f }) => {
+          if (f.begin < req.next_page_token) return false;
+          if (f.mod_time !== 0n && f.mod_time < req.begin_mod_time) return false;
+          if (req.end_mod_time !== 0n && (f.mod_time === 0n || f.mod_time > req.end_mod_time)) return false;
+          return true;
+        });
+        const page = selected.slice(0, limit);
+        const fragments = [];
+        for (const { fragment } of page) {
+          const signed_url = req.signatureTTL && fragment.backing_store && fragment.mod_time !== 0n ? await replica.signedUrl(fragment, ttlMs).catch(() => '') : '';
+          fragments.push({ spec: fragment, signed_url });
+        }
+        const next = selected[limit];
+        cb(null, { status: Status.OK, header: res.header, fragments, next_page_token: next ? next.fragment.begin : 0n });
+      } catch (e) {
+        cb(toServiceError(e));
+      }
+    },
+
+    async fragmentStoreHealth(call, cb: sendUnaryData<FragmentStoreHealthResponse>) {
+      const req: FragmentStoreHealthRequest = call.request;
+      const header = unrouted();
+      try {
+        const store = openStore(req.fragment_store, { fileRoot: b.config.fileRoot || undefined });
+        await store.health(req.check_delete ? { deleteUnder: req.check_delete_prefix } : {});
+        cb(null, { status: Status.OK, header, store_health_error: '' });
+      } catch (e) {
+        cb(null, { status: Status.FRAGMENT_STORE_UNHEALTHY, header, store_health_error: (e as Error).message });
+      }
+    },
+  };
+}
