@@ -4,6 +4,7 @@
 
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Status } from '../lib/protocol/gen/broker/protocol.js';
 import { peerBinary } from './peers.js';
 import { scrubEnv, spawnManaged, type ManagedProcess } from './process.js';
@@ -120,7 +121,42 @@ export const goBroker: BrokerImpl = {
   },
 };
 
-const impls = new Map<string, BrokerImpl>([[goBroker.name, goBroker]]);
+/** Our TypeScript broker, `bin/gazette.js serve` (build first: it runs the compiled daemon). */
+export const tsBroker: BrokerImpl = {
+  name: 'ts',
+  async start(o: BrokerStartOptions): Promise<BrokerProcess> {
+    // dist/src/testing/brokers.js -> <repo>/bin/gazette.js
+    const bin = fileURLToPath(new URL('../../../bin/gazette.js', import.meta.url));
+    await mkdir(o.logDir, { recursive: true });
+    await mkdir(o.fileRoot, { recursive: true });
+    const proc = spawnManaged({
+      name: `ts broker ${o.id}`,
+      command: process.execPath,
+      args: [
+        bin,
+        'serve',
+        `--broker.port=${o.port}`,
+        '--broker.host=127.0.0.1',
+        `--broker.id=${o.id}`,
+        `--broker.zone=${o.zone}`,
+        `--broker.file-root=${o.fileRoot}`,
+        `--etcd.address=${o.etcdEndpoint}`,
+        `--etcd.prefix=${o.etcdPrefix}`,
+        `--etcd.lease=${GO_BROKER_LEASE}`,
+        '--log.level=info',
+        ...(o.extraArgs ?? []),
+      ],
+      logFile: join(o.logDir, `broker-${o.id}.log`),
+      env: { ...scrubEnv(process.env, ['BROKER_', 'ETCD_', 'LOG_', 'DEBUG_']), ...(o.env ?? {}) },
+    });
+    return new ChildBroker(o.id, `http://127.0.0.1:${o.port}`, proc);
+  },
+};
+
+const impls = new Map<string, BrokerImpl>([
+  [goBroker.name, goBroker],
+  [tsBroker.name, tsBroker],
+]);
 
 /** Make a broker implementation selectable with `GAZCTL_TEST_BROKER=<impl.name>`. */
 export function registerBrokerImpl(impl: BrokerImpl): void {
