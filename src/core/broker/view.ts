@@ -67,7 +67,6 @@ export class ClusterView {
           if (e.type === 'put') this.kvs.set(e.kv.key, e.kv);
           else this.kvs.delete(e.kv.key);
         }
-        if (this.watchDelayMs > 0) await new Promise((r) => setTimeout(r, this.watchDelayMs));
         this.advance(c.revision);
       },
       onResync: (r) => {
@@ -112,13 +111,28 @@ export class ClusterView {
     const ready = this.waiters.filter((w) => w.rev <= this.rev);
     this.waiters = this.waiters.filter((w) => w.rev > this.rev);
     for (const w of ready) w.resolve();
-    for (const l of this.listeners) {
-      try {
-        l();
-      } catch (e) {
-        this.log.error('view listener failed', { err: (e as Error).message });
+    this.scheduleNotify();
+  }
+
+  private notifyTimer: NodeJS.Timeout | undefined;
+
+  /**
+   * Listeners hear of changes at most once per watch delay (--broker.watch-delay): a burst of
+   * revisions (an allocation round over many journals) is handled once, not once per revision.
+   * Waiters for a revision are resolved at once.
+   */
+  private scheduleNotify(): void {
+    if (this.notifyTimer) return;
+    this.notifyTimer = setTimeout(() => {
+      this.notifyTimer = undefined;
+      for (const l of this.listeners) {
+        try {
+          l();
+        } catch (e) {
+          this.log.error('view listener failed', { err: (e as Error).message });
+        }
       }
-    }
+    }, this.watchDelayMs);
   }
 
   /** Call `fn` after every change of the view. Returns an unsubscribe function. */
