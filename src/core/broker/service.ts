@@ -108,7 +108,8 @@ export function journalService(b: Broker): JournalServer {
       }
     },
 
-    async apply(call, cb: sendUnaryData<ApplyResponse>) {
+    async apply(call, reply: sendUnaryData<ApplyResponse>) {
+      let cb = reply;
       const req: ApplyRequest = call.request;
       try {
         validateJournalApplyRequest(req);
@@ -123,6 +124,19 @@ export function journalService(b: Broker): JournalServer {
         if (c.expect_mod_revision !== -1n) compare.push({ key, target: 'modRevision' as const, result: '=' as const, value: c.expect_mod_revision });
         success.push(c.upsert ? { put: key, value: Buffer.from(JournalSpec.encode(c.upsert).finish()) } : { delete: key });
       }
+      // Answer as upstream does ("context deadline exceeded") just before the caller's deadline
+      // when etcd is slow, rather than leaving it to grpc-js's own deadline message.
+      let answered = false;
+      const once: sendUnaryData<ApplyResponse> = (err, res) => {
+        if (answered) return;
+        answered = true;
+        clearTimeout(timer);
+        reply(err, res);
+      };
+      const deadline = call.getDeadline();
+      const ms = deadline instanceof Date ? deadline.getTime() - Date.now() : typeof deadline === 'number' && Number.isFinite(deadline) ? deadline - Date.now() : Infinity;
+      const timer = Number.isFinite(ms) ? setTimeout(() => once(rpcError(GrpcStatus.DEADLINE_EXCEEDED, 'context deadline exceeded')), Math.max(0, ms - 50)) : undefined;
+      cb = once;
       try {
         const r = await b.ks.txn({ compare, success });
         if (!r.succeeded) return cb(null, { status: Status.ETCD_TRANSACTION_FAILED, header: { ...unrouted(), etcd: b.view.etcdHeader(r.revision) } });
