@@ -71,7 +71,11 @@ export async function serveRead(b: Broker, call: Call, replica: Replica, header:
 
   while (!ac.signal.aborted) {
     if (endOffset > 0n && offset >= endOffset) break;
-    const e = locate(replica, offset, req.begin_mod_time);
+    let e = locate(replica, offset, req.begin_mod_time);
+    if ((!e || e.fragment.begin > offset) && offset < replica.spool.fragment.begin) {
+      await replica.refreshSoon();
+      e = locate(replica, offset, req.begin_mod_time);
+    }
     if (!e) {
       if (!req.block) {
         await write(call, { status: Status.OFFSET_NOT_YET_AVAILABLE, header: hdr(), offset, write_head: replica.indexEnd });

@@ -181,8 +181,24 @@ export class Replica {
     this.refreshTimer.unref();
   }
 
+  private lastRefresh = 0;
+  private refreshing: Promise<void> | undefined;
+
+  /**
+   * Refresh the index now unless it was refreshed in the last second: for a reader whose offset
+   * falls before the spool with nothing indexed there (a replica that joined late has not yet
+   * listed what the others persisted).
+   */
+  refreshSoon(): Promise<void> {
+    if (this.refreshing) return this.refreshing;
+    if (Date.now() - this.lastRefresh < 1000) return Promise.resolve();
+    this.refreshing = this.refresh().finally(() => (this.refreshing = undefined));
+    return this.refreshing;
+  }
+
   /** List the spec's stores and add what they hold to the index. */
   async refresh(): Promise<void> {
+    this.lastRefresh = Date.now();
     const urls = this.spec.fragment?.stores ?? [];
     for (const url of this.stores.fileOnly ? ['file:///'] : urls) {
       try {
