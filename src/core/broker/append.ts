@@ -22,7 +22,7 @@ import {
 import { sumFromDigest } from '../../lib/protocol/fragment.js';
 import { itemKey } from '../../lib/keyspace/keys.js';
 import { matchesSelector } from '../../lib/protocol/selector.js';
-import { compareLabels } from '../../lib/protocol/labels.js';
+import { subtractLabels, unionLabels } from '../../lib/protocol/labelsets.js';
 import { journalWritable, type Broker } from './broker.js';
 import { advertise, ensurePipeline, proposeAll } from './primary.js';
 import type { Replica } from './replica.js';
@@ -59,13 +59,12 @@ function isContentOnly(r: AppendRequest): boolean {
   return isCommitIntent({ ...r, content: Buffer.alloc(0) }) && r.content.length > 0;
 }
 
+/** Registers after an append: subtract first, then union (the union's values win per name), as upstream. */
 export function applyRegisters(cur: LabelSet, union: LabelSet | undefined, subtract: LabelSet | undefined): LabelSet {
-  let labels = cur.labels.map((l) => ({ ...l }));
-  for (const u of union?.labels ?? []) {
-    if (!labels.some((l) => l.name === u.name && l.value === u.value)) labels.push({ ...u, prefix: false });
-  }
-  for (const s of subtract?.labels ?? []) labels = labels.filter((l) => !(l.name === s.name && (s.value === '' || l.value === s.value)));
-  return { labels: labels.sort(compareLabels) };
+  let labels = cur.labels;
+  if (subtract) labels = subtractLabels(labels, subtract.labels);
+  if (union) labels = unionLabels(union.labels, labels);
+  return { labels };
 }
 
 function response(res: Local, status: Status, extra: Partial<AppendResponse> = {}): AppendResponse {
@@ -184,7 +183,7 @@ async function appendLocked(b: Broker, res: Local, replica: Replica, first: Appe
     if (refused !== undefined) return response(res, refused);
     throw new RpcError(GrpcStatus.CANCELLED, 'append: the stream ended without a commit (rolled back)');
   }
-  if (n === 0 && (first.union_registers?.labels.length || first.subtract_registers?.labels.length)) {
+  if (n === 0 && (first.union_registers !== undefined || first.subtract_registers !== undefined)) {
     throw new RpcError(GrpcStatus.INVALID_ARGUMENT, 'append: register union or subtract needs appended content');
   }
 

@@ -1,0 +1,65 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { parseServeArgs, serveHelp, SERVE_FLAGS, UsageError } from '../../../../src/core/broker/flags.js';
+
+test('defaults are upstream\'s', () => {
+  const c = parseServeArgs([], {});
+  assert.equal(c.zone, 'local');
+  assert.equal(c.limit, 1024);
+  assert.equal(c.maxReplication, 9);
+  assert.equal(c.minAppendRate, 65536);
+  assert.equal(c.maxAppendRate, 0);
+  assert.equal(c.etcdAddress, 'http://localhost:2379');
+  assert.equal(c.etcdPrefix, '/gazette/cluster');
+  assert.equal(c.etcdLeaseSeconds, 20);
+  assert.equal(c.watchDelayMs, 30);
+  assert.equal(c.logLevel, 'warn');
+  assert.equal(c.logFormat, 'text');
+  assert.equal(c.port, 0);
+  assert.equal(c.fileOnly, false);
+});
+
+test('flags take --name=value and --name value; a flag beats its env var, which beats the default', () => {
+  const c = parseServeArgs(['--broker.port=8080', '--broker.id', 'b1', '--broker.file-only', '--etcd.lease=5s'], {
+    BROKER_PORT: '9090',
+    BROKER_ZONE: 'us-east',
+    ETCD_PREFIX: '/x/y',
+    LOG_LEVEL: 'debug',
+  });
+  assert.equal(c.port, 8080);
+  assert.equal(c.id, 'b1');
+  assert.equal(c.fileOnly, true);
+  assert.equal(c.etcdLeaseSeconds, 5);
+  assert.equal(c.zone, 'us-east');
+  assert.equal(c.etcdPrefix, '/x/y');
+  assert.equal(c.logLevel, 'debug');
+});
+
+test('bad values are one UsageError naming the flag', () => {
+  const cases: [string[], NodeJS.ProcessEnv, RegExp][] = [
+    [['--nope'], {}, /unknown flag --nope/],
+    [['--broker.limit=many'], {}, /--broker\.limit: not an integer/],
+    [['--broker.port=70000'], {}, /--broker\.port: not a port/],
+    [['--etcd.lease=soon'], {}, /--etcd\.lease: not a duration/],
+    [['--log.level=loud'], {}, /--log\.level/],
+    [['--etcd.prefix=/trailing/'], {}, /--etcd\.prefix/],
+    [[], { BROKER_AUTH_KEYS: 'a2V5' }, /--broker\.auth-keys \(BROKER_AUTH_KEYS\) is not supported/],
+    [['--broker.id'], {}, /expected argument for flag --broker\.id/],
+    [['serve'], {}, /unexpected argument "serve"/],
+  ];
+  for (const [args, env, re] of cases) {
+    assert.throws(() => parseServeArgs(args, env), (e: unknown) => e instanceof UsageError && re.test(e.message) && !e.message.includes('\n'), args.join(' '));
+  }
+});
+
+test('help lists every flag with its env var', () => {
+  const help = serveHelp();
+  for (const f of SERVE_FLAGS) {
+    assert.ok(help.includes(`--${f.name}`), f.name);
+    assert.ok(help.includes(`[$${f.env}]`), f.env);
+  }
+  for (const required of ['broker.port', 'broker.host', 'broker.id', 'broker.zone', 'broker.file-root', 'broker.limit', 'broker.max-replication', 'broker.min-append-rate', 'etcd.address', 'etcd.prefix', 'etcd.lease', 'log.level', 'log.format', 'broker.file-only', 'broker.max-append-rate']) {
+    assert.ok(SERVE_FLAGS.some((f) => f.name === required), required);
+  }
+});
