@@ -4,7 +4,8 @@
 // with replication 3 a kill -9 of a journal's primary loses nothing that was acknowledged.
 
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { credentials } from '@grpc/grpc-js';
@@ -170,6 +171,63 @@ describe('a cluster of three of our brokers', { timeout: 180_000 }, () => {
     assert.match(ours.stdout.toString('utf8'), /file:\/\/\//);
     const read = await goOk(c, ['journals', 'read', '-l', 'name=core/b']);
     assert.equal(read.toString('utf8'), line.repeat(30));
+  });
+
+  test('the Go gazctl suspends journals (fully when never written, partially when written) and an append resumes them', async () => {
+    const c = cluster!;
+    const specs = 'name: susp/\nreplication: 3\nfragment:\n  length: 1024\n  compression_codec: NONE\n  stores:\n  - file:///\n  refresh_interval: 1s\nchildren:\n- name: susp/empty\n- name: susp/written\n';
+    await gzOk(c, ['journals', 'apply', '--specs', '-'], { input: specs });
+    await waitForJournalsAssigned(c, ['susp/empty', 'susp/written'], 30_000);
+    await goOk(c, ['journals', 'append', '-l', 'name=susp/written'], 'before\n');
+    await goOk(c, ['journals', 'suspend', '-l', 'prefix=susp/', '--force']);
+    const levels = new Map((await listJson(c, 'prefix=susp/')).map((j) => [j.spec.name, j.spec.suspend?.level]));
+    assert.equal(levels.get('susp/empty'), 'FULL');
+    assert.equal(levels.get('susp/written'), 'PARTIAL');
+    // Appending (RESUME, the default) lifts both suspensions. As on upstream's brokers, that
+    // first append fails while the journal has too few brokers (INSUFFICIENT_JOURNAL_BROKERS
+    // when partially suspended, NO_JOURNAL_PRIMARY_BROKER when fully) and writes nothing; once
+    // the allocator has assigned it again, appends go through.
+    const first = await runGoGazctl(['journals', 'append', '-l', 'name=susp/written'], { brokerAddress: c.brokerAddress, input: 'lost\n' });
+    assert.equal(first.code, 1);
+    assert.match(first.stderr, /INSUFFICIENT_JOURNAL_BROKERS/);
+    const firstEmpty = await runGoGazctl(['journals', 'append', '-l', 'name=susp/empty'], { brokerAddress: c.brokerAddress, input: 'lost\n' });
+    assert.equal(firstEmpty.code, 1);
+    assert.match(firstEmpty.stderr, /NO_JOURNAL_PRIMARY_BROKER/);
+    await waitForJournalsAssigned(c, ['susp/empty', 'susp/written'], 30_000);
+    await goOk(c, ['journals', 'append', '-l', 'name=susp/written'], 'after\n');
+    await goOk(c, ['journals', 'append', '-l', 'name=susp/empty'], 'first\n');
+    const after = new Map((await listJson(c, 'prefix=susp/')).map((j) => [j.spec.name, j.spec.suspend?.level]));
+    assert.ok(!after.get('susp/empty') || after.get('susp/empty') === 'NONE', `susp/empty resumed: ${after.get('susp/empty')}`);
+    assert.ok(!after.get('susp/written') || after.get('susp/written') === 'NONE', `susp/written resumed: ${after.get('susp/written')}`);
+    assert.equal((await goOk(c, ['journals', 'read', '-l', 'name=susp/written'])).toString('utf8'), 'before\nafter\n');
+    assert.equal((await goOk(c, ['journals', 'read', '-l', 'name=susp/empty'])).toString('utf8'), 'first\n');
+  });
+
+  test('a store fragment beyond the head is INDEX_HAS_GREATER_OFFSET until the Go gazctl reset-head', async () => {
+    const c = cluster!;
+    const journal = 'reset/a';
+    await gzOk(c, ['journals', 'apply', '--specs', '-'], {
+      input: `name: ${journal}\nreplication: 3\nfragment:\n  length: 1024\n  compression_codec: NONE\n  stores:\n  - file:///\n  refresh_interval: 1s\n`,
+    });
+    await waitForJournalsAssigned(c, [journal], 30_000);
+    await goOk(c, ['journals', 'append', '-l', `name=${journal}`], 'abc\n');
+    // A fragment the brokers never wrote, at [1000, 1010): as if written by a lost primary.
+    const content = Buffer.from('0123456789');
+    const sum = createHash('sha1').update(content).digest('hex');
+    const dir = join(c.fileRoot, 'reset', 'a');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, `${(1000).toString(16).padStart(16, '0')}-${(1010).toString(16).padStart(16, '0')}-${sum}.raw`), content);
+    let status = Status.OK;
+    for (let i = 0; i < 200 && status !== Status.INDEX_HAS_GREATER_OFFSET; i++) {
+      // Until every broker's index refresh has seen the fragment, the append may still succeed.
+      status = (await appendOnce(c.brokerAddress, journal, Buffer.from('probe\n'))).status;
+      if (status !== Status.INDEX_HAS_GREATER_OFFSET) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(status, Status.INDEX_HAS_GREATER_OFFSET);
+    await goOk(c, ['journals', 'reset-head', '-l', `name=${journal}`]);
+    const r = await appendOnce(c.brokerAddress, journal, Buffer.from('resumed\n'));
+    assert.equal(r.status, Status.OK);
+    assert.equal(r.commit!.begin, 1010n);
   });
 
   test('an unknown journal is JOURNAL_NOT_FOUND from every broker', async () => {

@@ -20,6 +20,7 @@ import {
   type RouteLike,
 } from '../allocator/index.js';
 import type { Logger } from './log.js';
+import { desiredReplication } from './resolver.js';
 import type { Membership } from './members.js';
 import type { ClusterView } from './view.js';
 
@@ -53,7 +54,7 @@ export class AllocationLoop {
   state(): State {
     const max = this.maxReplication;
     return buildState(this.view.root, this.view.rawKvs(), {
-      item: (_id, kv) => ({ desiredReplication: Math.min(JournalSpec.decode(kv.value).replication, max) }),
+      item: (_id, kv) => ({ desiredReplication: desiredReplication(JournalSpec.decode(kv.value), max) }),
       member: (_z, _s, kv) => {
         const s = BrokerSpec.decode(kv.value);
         return { itemLimit: s.journal_limit, exiting: s.exiting };

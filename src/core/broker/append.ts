@@ -17,6 +17,7 @@ import {
   type AppendRequest,
   type AppendResponse,
   type Fragment,
+  type JournalSpec_Suspend,
   type LabelSet,
 } from '../../lib/protocol/gen/broker/protocol.js';
 import { sumFromDigest } from '../../lib/protocol/fragment.js';
@@ -26,7 +27,8 @@ import { subtractLabels, unionLabels } from '../../lib/protocol/labelsets.js';
 import { journalWritable, type Broker } from './broker.js';
 import { advertise, ensurePipeline, proposeAll } from './primary.js';
 import type { Replica } from './replica.js';
-import type { Resolution } from './resolver.js';
+import { desiredReplication, type Resolution } from './resolver.js';
+import { durationToNanos } from '../../lib/protocol/duration.js';
 
 type Local = Extract<Resolution, { kind: 'local' }>;
 
@@ -93,17 +95,11 @@ export async function serveAppend(b: Broker, res: Local, first: AppendRequest, m
 }
 
 async function appendLocked(b: Broker, res: Local, replica: Replica, first: AppendRequest, msgs: AsyncIterator<AppendRequest>): Promise<AppendResponse> {
-  const spec = res.spec;
+  let spec = res.spec;
   const route = res.entry.route;
-  const want = Math.min(spec.replication, b.config.maxReplication);
+  const want = desiredReplication(spec, b.config.maxReplication);
   if (route.members.length < want) return response(res, Status.INSUFFICIENT_JOURNAL_BROKERS);
-
   const mode = first.suspend;
-  const level = spec.suspend?.level ?? JournalSpec_Suspend_Level.NONE;
-  const suspended = level !== JournalSpec_Suspend_Level.NONE;
-  if (level === JournalSpec_Suspend_Level.FULL && mode === AppendRequest_Suspend.SUSPEND_NO_RESUME) {
-    return response(res, Status.SUSPENDED);
-  }
 
   const pipeline = await ensurePipeline(b, replica, res).catch((e: Error) => {
     throw new RpcError(GrpcStatus.UNAVAILABLE, `replication pipeline of ${spec.name}: ${e.message}`);
@@ -118,7 +114,11 @@ async function appendLocked(b: Broker, res: Local, replica: Replica, first: Appe
   const head = replica.spool.fragment.end;
   const maxOffset = replica.indexEnd > head ? replica.indexEnd : head;
   let rollTo: bigint | undefined;
-  if (first.offset !== 0n) {
+  const resumeAt = spec.suspend?.offset ?? 0n;
+  if (head < resumeAt) {
+    // A journal resumed after a suspension carries on from where it was suspended.
+    rollTo = resumeAt;
+  } else if (first.offset !== 0n) {
     if (first.offset !== maxOffset) return response(res, Status.WRONG_APPEND_OFFSET);
     if (first.offset > head) rollTo = first.offset;
   } else if (writable && replica.indexEnd > head) {
@@ -127,6 +127,31 @@ async function appendLocked(b: Broker, res: Local, replica: Replica, first: Appe
     return response(res, Status.INDEX_HAS_GREATER_OFFSET);
   }
 
+  // Suspension, as upstream: RESUME lifts a partial suspension; NO_RESUME refuses a suspended
+  // journal; IF_FLUSHED and NOW suspend fully when the journal has no content at all, else
+  // partially (down to one replica) when its content is persisted (IF_FLUSHED) or regardless
+  // (NOW), rolling the spool so it persists.
+  const level = spec.suspend?.level ?? JournalSpec_Suspend_Level.NONE;
+  let suspendStatus: Status | undefined;
+  if (mode === AppendRequest_Suspend.SUSPEND_RESUME && level !== JournalSpec_Suspend_Level.NONE) {
+    spec = await updateSuspend(b, res, { level: JournalSpec_Suspend_Level.NONE, offset: head });
+    // Resumed, the journal wants its full replication again, which the route does not have yet.
+    if (route.members.length < desiredReplication(spec, b.config.maxReplication)) return response(res, Status.INSUFFICIENT_JOURNAL_BROKERS);
+  } else if (mode === AppendRequest_Suspend.SUSPEND_NO_RESUME && level !== JournalSpec_Suspend_Level.NONE) {
+    return response(res, Status.SUSPENDED);
+  } else if (mode === AppendRequest_Suspend.SUSPEND_IF_FLUSHED || mode === AppendRequest_Suspend.SUSPEND_NOW) {
+    const flushSec = durationToNanos(spec.fragment?.flush_interval) / 1_000_000_000n || 24n * 3600n;
+    if (level !== JournalSpec_Suspend_Level.FULL && replica.indexBegin === replica.indexEnd) {
+      spec = await updateSuspend(b, res, { level: JournalSpec_Suspend_Level.FULL, offset: head });
+    } else if (level === JournalSpec_Suspend_Level.NONE && (!replica.indexDirty(flushSec) || mode === AppendRequest_Suspend.SUSPEND_NOW)) {
+      spec = await updateSuspend(b, res, { level: JournalSpec_Suspend_Level.PARTIAL, offset: head });
+      rollTo = head;
+    } else if (level === JournalSpec_Suspend_Level.PARTIAL) suspendStatus = Status.SUSPENDED;
+  }
+  // A spool holding the journal's first write is rolled (and so persisted) at once: a broker
+  // recovering later then sees the journal was written to, rather than taking it for new.
+  if (replica.spool.fragment.begin === replica.indexBegin && replica.spool.contentLength > 0n) rollTo ??= head;
+
   const fail = (e: unknown): never => {
     replica.spool.rollback();
     if (e instanceof RpcError) throw e;
@@ -134,6 +159,7 @@ async function appendLocked(b: Broker, res: Local, replica: Replica, first: Appe
   };
 
   if (rollTo !== undefined || replica.needsRoll()) {
+    replica.updateSpec(spec);
     replica.roll(rollTo ?? head);
     await proposeAll(replica, pipeline, replica.spool.fragment, replica.spool.registers).catch(fail);
   }
@@ -158,7 +184,7 @@ async function appendLocked(b: Broker, res: Local, replica: Replica, first: Appe
       if (!isContentOnly(m)) throw new RpcError(GrpcStatus.INVALID_ARGUMENT, 'append: messages after the first may carry only content');
       if (refused !== undefined) continue;
       if (!writable) refused = Status.NOT_ALLOWED;
-      else if (mode !== AppendRequest_Suspend.SUSPEND_RESUME && mode !== AppendRequest_Suspend.SUSPEND_NO_RESUME) refused = Status.NOT_ALLOWED;
+      else if (mode === AppendRequest_Suspend.SUSPEND_IF_FLUSHED || mode === AppendRequest_Suspend.SUSPEND_NOW) refused = Status.NOT_ALLOWED;
       if (refused !== undefined) continue;
       pipeline.content(m.content, BigInt(replica.spool.pending));
       replica.spool.stage(m.content);
@@ -206,29 +232,21 @@ async function appendLocked(b: Broker, res: Local, replica: Replica, first: Appe
     path_postfix: replica.spool.fragment.path_postfix,
   };
 
-  await updateSuspension(b, res, replica, mode, n, suspended);
   const fresh = b.view.journals().get(spec.name);
   if (fresh) void advertise(b, fresh).catch(() => undefined);
-  return response(res, Status.OK, { commit, registers: newRegisters, total_chunks: chunks });
+  return response(res, suspendStatus ?? Status.OK, { commit, registers: newRegisters, total_chunks: chunks });
 }
 
-/** Suspend or resume the journal in etcd as the append's suspend mode asks. */
-async function updateSuspension(b: Broker, res: Local, replica: Replica, mode: AppendRequest_Suspend, n: number, suspended: boolean): Promise<void> {
-  let next: JournalSpec | undefined;
-  const spec = res.spec;
-  if (suspended && n > 0 && mode === AppendRequest_Suspend.SUSPEND_RESUME) {
-    next = { ...spec, suspend: undefined };
-  } else if (n === 0 && (mode === AppendRequest_Suspend.SUSPEND_NOW || mode === AppendRequest_Suspend.SUSPEND_IF_FLUSHED)) {
-    const flushed = replica.spool.contentLength === 0n && replica.listFragments().every((f) => !f.content);
-    if (mode === AppendRequest_Suspend.SUSPEND_NOW || flushed) {
-      next = { ...spec, suspend: { level: JournalSpec_Suspend_Level.FULL, offset: replica.spool.fragment.end } };
-    }
-  }
-  if (!next) return;
-  const key = itemKey(b.view.root, spec.name);
+/** Write the journal's new suspension to etcd (guarded by its mod revision); the updated spec. */
+export async function updateSuspend(b: Broker, res: { entry: { kv: { modRevision: bigint } }; spec: JournalSpec }, suspend: JournalSpec_Suspend): Promise<JournalSpec> {
+  const next: JournalSpec = { ...res.spec, suspend };
+  const key = itemKey(b.view.root, res.spec.name);
   const r = await b.ks.txn({
     compare: [{ key, target: 'modRevision', result: '=', value: res.entry.kv.modRevision }],
     success: [{ put: key, value: Buffer.from(JournalSpec.encode(next).finish()) }],
   });
-  if (r.succeeded) await b.view.waitFor(r.revision);
+  if (!r.succeeded) throw new RpcError(GrpcStatus.ABORTED, `append: the spec of ${res.spec.name} changed while updating its suspension; retry`);
+  await b.view.waitFor(r.revision);
+  b.log.info('journal suspension updated', { journal: res.spec.name, level: JournalSpec_Suspend_Level[suspend.level], offset: suspend.offset });
+  return next;
 }

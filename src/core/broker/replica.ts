@@ -100,6 +100,22 @@ export class Replica {
     return e > this.spool.fragment.end ? e : this.spool.fragment.end;
   }
 
+  /** Lowest offset of the index (fragments and spool). */
+  get indexBegin(): bigint {
+    const first = this.fragments[0];
+    return first && first.fragment.begin < this.spool.fragment.begin ? first.fragment.begin : this.spool.fragment.begin;
+  }
+
+  /**
+   * Whether some content is not yet persisted, or was persisted within `windowSec` (the flush
+   * interval, 24 h when unset): a journal "in use", as the suspension rules see it.
+   */
+  indexDirty(windowSec: bigint): boolean {
+    if (this.spool.contentLength > 0n || this.fragments.some((f) => f.content || f.fragment.mod_time === 0n)) return true;
+    const now = BigInt(Math.floor(Date.now() / 1000));
+    return this.fragments.some((f) => f.fragment.mod_time > now - windowSec);
+  }
+
   /** Whether the spool should roll before the next append. */
   needsRoll(): boolean {
     const f = this.spool.fragment;

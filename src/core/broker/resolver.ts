@@ -2,7 +2,7 @@
 // journal's spec and route, and decide whether this broker serves the request, proxies it to
 // the broker that does, or answers with a status (route attached, so clients can re-route).
 
-import { Status, type Header, type JournalSpec, type ProcessSpec_ID, type Route } from '../../lib/protocol/gen/broker/protocol.js';
+import { JournalSpec_Suspend_Level, Status, type Header, type JournalSpec, type ProcessSpec_ID, type Route } from '../../lib/protocol/gen/broker/protocol.js';
 import { memberIndex } from '../../lib/protocol/route.js';
 import type { Membership } from './members.js';
 import type { ClusterView, JournalEntry } from './view.js';
@@ -25,6 +25,13 @@ export type Resolution =
   | { kind: 'status'; status: Status; header: Header };
 
 export class ResolveError extends Error {}
+
+/** Replicas a journal wants: one while partially suspended, none while fully, as upstream. */
+export function desiredReplication(spec: JournalSpec, max: number): number {
+  const level = spec.suspend?.level ?? JournalSpec_Suspend_Level.NONE;
+  const r = level === JournalSpec_Suspend_Level.PARTIAL ? 1 : level === JournalSpec_Suspend_Level.FULL ? 0 : spec.replication;
+  return Math.min(r, max);
+}
 
 export class Resolver {
   constructor(
@@ -64,6 +71,7 @@ export class Resolver {
     // A broker without a live lease does not act for its assignments.
     const localIndex = this.member.registered ? memberIndex(route, this.self) : -1;
 
+    if (entry.spec.suspend?.level === JournalSpec_Suspend_Level.FULL) return { kind: 'status', status: Status.SUSPENDED, header };
     if (o.requirePrimary) {
       if (route.primary < 0) return { kind: 'status', status: Status.NO_JOURNAL_PRIMARY_BROKER, header };
       if (route.primary === localIndex) return { kind: 'local', entry, spec: entry.spec, header, localIndex };

@@ -4,6 +4,7 @@
 
 import { Metadata, status as GrpcStatus, type sendUnaryData, type ServerReadableStream, type ServerWritableStream, type ServiceError } from '@grpc/grpc-js';
 import {
+  AppendRequest_Suspend,
   AppendResponse,
   FragmentsResponse,
   JournalSpec,
@@ -27,7 +28,7 @@ import { durationToNanos } from '../../lib/protocol/duration.js';
 import { rewritePrefixLabels, matchesSelector, journalMatchLabels, validateLabelSelector } from '../../lib/protocol/selector.js';
 import { validateJournalApplyRequest } from '../../lib/protocol/validate/index.js';
 import { openStore } from '../../lib/stores/index.js';
-import { RpcError, serveAppend } from './append.js';
+import { RpcError, serveAppend, updateSuspend } from './append.js';
 import { journalReadable, type Broker } from './broker.js';
 import { proxyAppend, proxyFragments, proxyRead } from './proxy.js';
 import { serveRead } from './read.js';
@@ -175,10 +176,6 @@ export function journalService(b: Broker): JournalServer {
           call.write(ReadResponse.fromPartial({ status: Status.NOT_ALLOWED, header: res.header }));
           return call.end();
         }
-        if (res.spec.suspend?.level === JournalSpec_Suspend_Level.FULL && !b.replicas.get(res.spec.name)) {
-          call.write(ReadResponse.fromPartial({ status: Status.SUSPENDED, header: res.header }));
-          return call.end();
-        }
         await serveRead(b, call, b.replicas.ensure(res.spec), res.header);
       } catch (e) {
         call.destroy(toServiceError(e));
@@ -200,6 +197,13 @@ export function journalService(b: Broker): JournalServer {
           header: first.header,
           minEtcdRevision: first.min_etcd_revision,
         });
+        if (res.kind === 'status' && res.status === Status.SUSPENDED && first.suspend === AppendRequest_Suspend.SUSPEND_RESUME) {
+          // Lift a full suspension; the journal is assigned again, and the client's retry of
+          // the status below finds its new primary.
+          const entry = b.view.journals().get(first.journal.split(';')[0]!);
+          if (entry) await updateSuspend(b, { entry, spec: entry.spec }, { level: JournalSpec_Suspend_Level.NONE, offset: entry.spec.suspend?.offset ?? 0n });
+          return cb(null, AppendResponse.fromPartial({ status: Status.NO_JOURNAL_PRIMARY_BROKER, header: res.header }));
+        }
         if (res.kind === 'status') return cb(null, AppendResponse.fromPartial({ status: res.status, header: res.header }));
         if (res.kind === 'proxy') return cb(null, await proxyAppend(b.peers, res.endpoint, res.header, first, it, call));
         cb(null, await serveAppend(b, res, first, it));
