@@ -51,7 +51,16 @@ export async function serveReplicate(b: Broker, call: Call): Promise<void> {
         b.metrics.replicatedBytes.inc(msg.content.length);
       }
       let status = Status.OK;
-      if (msg.proposal) status = applyProposal(replica, msg);
+      if (msg.proposal) {
+        // A stream belongs to the route it was opened with: once our view has another route,
+        // the sender may no longer be primary, and nothing more of it is committed.
+        const now = b.view.journals().get(name);
+        if (!now || !routeEquals(now.route, first.header.route) || !b.member.registered) {
+          replica.spool.rollback();
+          return fail(call, GrpcStatus.FAILED_PRECONDITION, `replicate ${name}: the journal's route changed since the stream opened`);
+        }
+        status = applyProposal(replica, msg);
+      }
       if (msg.acknowledge) {
         const r: Partial<ReplicateResponse> = { status, header };
         if (status === Status.PROPOSAL_MISMATCH) {
