@@ -25,7 +25,8 @@ import { itemKey } from '../../lib/keyspace/keys.js';
 import { matchesSelector } from '../../lib/protocol/selector.js';
 import { subtractLabels, unionLabels } from '../../lib/protocol/labelsets.js';
 import { journalWritable, type Broker } from './broker.js';
-import { advertise, ensurePipeline, proposeAll } from './primary.js';
+import { advertise, ensurePipeline, proposeAll, rollTo as rollToFragment } from './primary.js';
+import { fragmentEquals } from '../fragment/spool.js';
 import type { Replica } from './replica.js';
 import { desiredReplication, type Resolution } from './resolver.js';
 import { durationToNanos } from '../../lib/protocol/duration.js';
@@ -158,10 +159,12 @@ async function appendLocked(b: Broker, res: Local, replica: Replica, first: Appe
     throw new RpcError(GrpcStatus.UNAVAILABLE, `replication of ${spec.name}: ${(e as Error).message}`);
   };
 
-  if (rollTo !== undefined || replica.needsRoll()) {
-    replica.updateSpec(spec);
-    replica.roll(rollTo ?? head);
-    await proposeAll(replica, pipeline, replica.spool.fragment, replica.spool.registers).catch(fail);
+  replica.updateSpec(spec);
+  const proposal0 = rollTo !== undefined ? rollToFragment(replica, rollTo) : replica.proposal();
+  if (!fragmentEquals(proposal0, replica.spool.fragment)) {
+    // Roll (length, codec, flush interval, an explicit offset): locally, then on every replica.
+    replica.spool.applyProposal(proposal0, replica.spool.registers);
+    await proposeAll(replica, pipeline, proposal0, replica.spool.registers).catch(fail);
   }
 
   const begin = replica.spool.fragment.end;
@@ -186,8 +189,8 @@ async function appendLocked(b: Broker, res: Local, replica: Replica, first: Appe
       if (!writable) refused = Status.NOT_ALLOWED;
       else if (mode === AppendRequest_Suspend.SUSPEND_IF_FLUSHED || mode === AppendRequest_Suspend.SUSPEND_NOW) refused = Status.NOT_ALLOWED;
       if (refused !== undefined) continue;
-      pipeline.content(m.content, BigInt(replica.spool.pending));
-      replica.spool.stage(m.content);
+      pipeline.content(m.content, BigInt(replica.spool.staged));
+      replica.spool.apply(m.content);
       hash.update(m.content);
       n += m.content.length;
       chunks++;
@@ -214,11 +217,10 @@ async function appendLocked(b: Broker, res: Local, replica: Replica, first: Appe
   }
 
   const newRegisters = n > 0 ? applyRegisters(registers, first.union_registers, first.subtract_registers) : registers;
-  const proposal = n > 0 ? replica.spool.nextFragment() : replica.spool.fragment;
+  const proposal = n > 0 ? replica.spool.next() : replica.spool.fragment;
   await proposeAll(replica, pipeline, proposal, newRegisters).catch(fail);
-  if (n > 0) replica.spool.commit();
-  replica.spool.registers = newRegisters;
-  replica.notify();
+  const applied = replica.spool.applyProposal(proposal, newRegisters);
+  if (applied.status !== Status.OK) fail(new Error(`the primary's own spool refused its commit proposal`));
   b.metrics.appendBytes.inc(n);
 
   const commit: Fragment = {
@@ -227,9 +229,9 @@ async function appendLocked(b: Broker, res: Local, replica: Replica, first: Appe
     end: begin + BigInt(n),
     sum: sumFromDigest(hash.digest()),
     compression_codec: replica.spool.fragment.compression_codec,
-    backing_store: replica.spool.fragment.backing_store,
+    backing_store: '',
     mod_time: 0n,
-    path_postfix: replica.spool.fragment.path_postfix,
+    path_postfix: '',
   };
 
   const fresh = b.view.journals().get(spec.name);

@@ -1,6 +1,8 @@
 // What the broker's parts share: the etcd view and client, this member, the resolver, peer
 // clients, the journals held here, configuration and logging.
 
+import type { FragmentStore } from '../../lib/stores/index.js';
+import type { Persister } from '../fragment/persister.js';
 import type { Keyspace } from '../../lib/keyspace/index.js';
 import type { ServeConfig } from './flags.js';
 import type { Logger } from './log.js';
@@ -21,6 +23,9 @@ export interface Broker {
   replicas: ReplicaSet;
   metrics: Metrics;
   log: Logger;
+  /** Stores by URL (cached), rooted at --broker.file-root for file://. */
+  openStore(url: string): FragmentStore;
+  persister: Persister;
 }
 
 /** Journal flags: none set means read-write. */

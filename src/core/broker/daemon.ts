@@ -10,6 +10,8 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Keyspace } from '../../lib/keyspace/index.js';
+import { openStore, type FragmentStore } from '../../lib/stores/index.js';
+import { Persister } from '../fragment/persister.js';
 import { AllocationLoop } from './allocation.js';
 import type { Broker } from './broker.js';
 import type { ServeConfig } from './flags.js';
@@ -46,7 +48,15 @@ export async function serve(config: ServeConfig): Promise<number> {
   const ks = new Keyspace({ endpoints: config.etcdAddress.split(',').map((s) => s.trim()) });
   const view = new ClusterView(ks, config.etcdPrefix, log, config.watchDelayMs);
   const metrics = new Metrics();
-  const b = { config, ks, view, peers: new Peers(), replicas: new ReplicaSet(), metrics, log } as Partial<Broker> as Broker;
+  const stores = new Map<string, FragmentStore>();
+  const storeOptions = { ...(config.fileRoot ? { fileRoot: config.fileRoot } : {}) };
+  const openStoreCached = (url: string): FragmentStore => {
+    let s = stores.get(url);
+    if (!s) stores.set(url, (s = openStore(url, storeOptions)));
+    return s;
+  };
+  const persister = new Persister({ openStore: openStoreCached });
+  const b = { config, ks, view, peers: new Peers(), replicas: new ReplicaSet(), metrics, log, openStore: openStoreCached, persister } as Partial<Broker> as Broker;
   let started = false;
   const server = await startServer({
     host: config.host,
@@ -85,7 +95,7 @@ export async function serve(config: ServeConfig): Promise<number> {
     await retrying(log, 'marking member exiting', () => b.member.setExiting(), stop.signal);
     for (;;) {
       const held = alloc!.mayExit();
-      const unpersisted = b.replicas.all().some((r) => r.listFragments().some((f) => f.content));
+      const unpersisted = b.replicas.all().some((r) => r.pendingPersists > 0 || r.spool.contentLength > 0n);
       if (held && !unpersisted) break;
       await new Promise((r) => setTimeout(r, 100));
     }

@@ -2,7 +2,8 @@
 // route, synchronising the replicas' spools when a pipeline is built, and advertising the route
 // in the journal's assignment values once a round through the pipeline succeeded.
 
-import { Route, Status, type Fragment } from '../../lib/protocol/gen/broker/protocol.js';
+import { CompressionCodec, Route, Status, type Fragment } from '../../lib/protocol/gen/broker/protocol.js';
+import { zeroSum } from '../../lib/protocol/fragment.js';
 import type { Broker } from './broker.js';
 import { allOk, Pipeline, PipelineError } from './pipeline.js';
 import type { Replica } from './replica.js';
@@ -45,9 +46,9 @@ export async function ensurePipeline(b: Broker, replica: Replica, res: Local): P
           }
         }
         // Start every spool afresh at the furthest offset any of them reached.
-        replica.roll(maxEnd);
-        replica.spool.registers = registers;
-        const again = await p.propose(replica.spool.fragment, registers);
+        const roll = rollTo(replica, maxEnd);
+        replica.spool.applyProposal(roll, registers);
+        const again = await p.propose(roll, registers);
         if (!allOk(again)) throw new PipelineError(`replicas did not accept the resynchronised spool at ${maxEnd}`);
       }
     }
@@ -57,6 +58,20 @@ export async function ensurePipeline(b: Broker, replica: Replica, res: Local): P
   }
   replica.pipeline = p;
   return p;
+}
+
+/** An empty fragment at `at` with the spec's codec: the proposal that rolls every spool there. */
+export function rollTo(replica: Replica, at: bigint): Fragment {
+  return {
+    journal: replica.name,
+    begin: at,
+    end: at,
+    sum: zeroSum(),
+    compression_codec: replica.spec.fragment?.compression_codec ?? CompressionCodec.NONE,
+    backing_store: '',
+    mod_time: 0n,
+    path_postfix: '',
+  };
 }
 
 /** Send `proposal` through the pipeline; the pipeline is dropped when a replica refuses. */

@@ -1,17 +1,19 @@
-// The Read RPC at a route member: resolve the offset against the journal's index, send a
-// metadata response for each fragment, then its content in chunks, and move on to the next
+// The Read RPC at a route member: resolve the offset against the journal's fragment index, send
+// a metadata response for each fragment, then its content in chunks, and move on to the next
 // fragment; block for more content when asked to, else end with OFFSET_NOT_YET_AVAILABLE.
 
 import type { ServerWritableStream } from '@grpc/grpc-js';
-import { ReadResponse, Status, type Header, type ReadRequest } from '../../lib/protocol/gen/broker/protocol.js';
+import type { Readable } from 'node:stream';
+import { decompressor } from '../../lib/codecs/index.js';
+import { fragmentContentPath } from '../../lib/protocol/fragment.js';
+import { ReadResponse, Status, type Fragment, type Header, type ReadRequest } from '../../lib/protocol/gen/broker/protocol.js';
+import { readLocal, SpoolFileClosedError, type LocalFragment } from '../fragment/spool.js';
 import type { Broker } from './broker.js';
-import type { IndexedFragment, Replica } from './replica.js';
+import type { Replica } from './replica.js';
 
 /** Largest content chunk of one response, as upstream's. */
 export const READ_CHUNK = 32 * 1024 - 32;
 const SIGNED_URL_TTL_MS = 60_000;
-/** A persisted fragment older than this may be jumped to when the offset has no fragment. */
-const JUMP_AGE_SECONDS = 6n * 3600n;
 
 type Call = ServerWritableStream<ReadRequest, ReadResponse>;
 
@@ -22,34 +24,23 @@ function write(call: Call, r: Partial<ReadResponse>): Promise<void> {
   });
 }
 
-/** Where `offset` reads from: a fragment covering it, or a later one it may jump to. */
-function locate(replica: Replica, offset: bigint, beginModTime: bigint): IndexedFragment | undefined {
-  for (;;) {
-    const q = replica.query(offset);
-    if (!q) return undefined;
-    const f = q.entry.fragment;
-    if (f.begin <= offset) {
-      if (f.mod_time !== 0n && beginModTime > 0n && f.mod_time < beginModTime) {
-        offset = f.end; // too old for the reader: skip it
+/** The uncompressed content of a persisted fragment, from `offset` on. */
+async function openStored(b: Broker, f: Fragment, offset: bigint): Promise<AsyncIterable<Buffer>> {
+  const store = b.openStore(f.backing_store);
+  const raw: Readable = await store.open(fragmentContentPath(f));
+  const d = decompressor(f.compression_codec);
+  const plain: AsyncIterable<Buffer> = d ? (raw.pipe(d as NodeJS.WritableStream & NodeJS.ReadableStream) as unknown as AsyncIterable<Buffer>) : raw;
+  let skip = Number(offset - f.begin);
+  return (async function* () {
+    for await (const chunk of plain) {
+      if (skip >= chunk.length) {
+        skip -= chunk.length;
         continue;
       }
-      return q.entry;
+      yield skip > 0 ? chunk.subarray(skip) : chunk;
+      skip = 0;
     }
-    // No fragment holds the offset; a later persisted one is a jump target when it is the very
-    // first of the index or old enough that the gap will not be filled any more. Spools and
-    // recent fragments are only jumped to... when they start the index as well.
-    const all = replica.listFragments();
-    const isFirst = all.length > 0 && all[0]!.fragment.begin === f.begin;
-    const old = f.mod_time !== 0n && f.mod_time < BigInt(Math.floor(Date.now() / 1000)) - JUMP_AGE_SECONDS;
-    if (isFirst || old) {
-      if (f.mod_time !== 0n && beginModTime > 0n && f.mod_time < beginModTime) {
-        offset = f.end;
-        continue;
-      }
-      return q.entry;
-    }
-    return undefined;
-  }
+  })();
 }
 
 export async function serveRead(b: Broker, call: Call, replica: Replica, header: Header): Promise<void> {
@@ -66,46 +57,72 @@ export async function serveRead(b: Broker, call: Call, replica: Replica, header:
     first = false;
     return header;
   };
-  if (offset < 0n) offset = replica.indexEnd;
   const endOffset = req.end_offset;
+  const send = async (offset: bigint, content: Buffer) => {
+    await write(call, { offset, content: Buffer.from(content) });
+    b.metrics.readBytes.inc(content.length);
+  };
 
-  while (!ac.signal.aborted) {
-    if (endOffset > 0n && offset >= endOffset) break;
-    let e = locate(replica, offset, req.begin_mod_time);
-    if ((!e || e.fragment.begin > offset) && offset < replica.spool.fragment.begin) {
-      await replica.refreshSoon();
-      e = locate(replica, offset, req.begin_mod_time);
-    }
-    if (!e) {
-      if (!req.block) {
-        await write(call, { status: Status.OFFSET_NOT_YET_AVAILABLE, header: hdr(), offset, write_head: replica.indexEnd });
+  try {
+    while (!ac.signal.aborted) {
+      if (endOffset > 0n && offset >= endOffset) break;
+      let q = await replica.index.query({ offset, block: false, beginModTime: req.begin_mod_time });
+      if ((q.status !== Status.OK || q.offset > offset) && offset >= 0n && offset < replica.spool.begin) {
+        await replica.refreshSoon(); // a late replica may not have listed the stores yet
+        q = await replica.index.query({ offset, block: false, beginModTime: req.begin_mod_time });
+      }
+      if (q.status !== Status.OK && req.block) q = await replica.index.query({ offset, block: true, beginModTime: req.begin_mod_time, signal: ac.signal });
+      if (q.status !== Status.OK) {
+        await write(call, { status: Status.OFFSET_NOT_YET_AVAILABLE, header: hdr(), offset: q.offset, write_head: q.writeHead });
         break;
       }
-      await replica.waitForChange(ac.signal, 5000);
-      continue;
+      offset = q.offset;
+      const f = q.fragment;
+      const url = !q.local && f.mod_time !== 0n ? ((await replica.index.signedUrl(f, SIGNED_URL_TTL_MS).catch(() => undefined)) ?? '') : '';
+      await write(call, { status: Status.OK, header: hdr(), offset, write_head: q.writeHead, fragment: f, fragment_url: url });
+      if (req.metadata_only) break;
+      // Not held here and the client may not be proxied: it reads the fragment from its URL.
+      if (!q.local && req.do_not_proxy && url) break;
+      const stop = endOffset > 0n && endOffset < f.end ? endOffset : f.end;
+      if (q.local) offset = await streamLocal(q.local, offset, stop, send, ac.signal);
+      else {
+        for await (const chunk of await openStored(b, f, offset)) {
+          if (ac.signal.aborted || offset >= stop) break;
+          let c = chunk.subarray(0, Number(stop - offset));
+          while (c.length > 0) {
+            const part = c.subarray(0, READ_CHUNK);
+            await send(offset, part);
+            offset += BigInt(part.length);
+            c = c.subarray(part.length);
+          }
+        }
+      }
+      if (offset === q.offset && offset < stop) {
+        // Nothing could be read (a spool file closed under us): let the index catch up.
+        await new Promise((r) => setTimeout(r, 20));
+      }
     }
-    const f = e.fragment;
-    if (f.begin > offset) offset = f.begin;
-    const url = f.mod_time !== 0n ? await replica.signedUrl(f, SIGNED_URL_TTL_MS).catch(() => '') : '';
-    const writeHead = replica.indexEnd > f.end ? replica.indexEnd : f.end;
-    await write(call, { status: Status.OK, header: hdr(), offset, write_head: writeHead, fragment: f, fragment_url: url });
-    if (req.metadata_only) break;
-    if (req.do_not_proxy && !e.content && f.mod_time !== 0n && replica.spool.fragment.begin !== f.begin) {
-      // Not held locally: the client reads the fragment from its URL itself.
-      break;
-    }
-    const stop = endOffset > 0n && endOffset < f.end ? endOffset : f.end;
-    const spool = replica.spool;
-    const isSpool = spool.fragment.begin === f.begin && f.mod_time === 0n && !e.content;
-    const content = isSpool ? undefined : await replica.content(e);
-    while (offset < stop && !ac.signal.aborted) {
-      const n = Number(stop - offset < BigInt(READ_CHUNK) ? stop - offset : BigInt(READ_CHUNK));
-      const chunk = isSpool ? spool.read(offset, n) : content!.subarray(Number(offset - f.begin), Number(offset - f.begin) + n);
-      if (chunk.length === 0) break;
-      await write(call, { offset, content: Buffer.from(chunk) });
-      b.metrics.readBytes.inc(chunk.length);
-      offset += BigInt(chunk.length);
-    }
+  } catch (e) {
+    if (!ac.signal.aborted) throw e;
   }
   call.end();
+}
+
+/** Stream committed spool content of `lf` in [offset, stop); returns the offset reached. */
+async function streamLocal(lf: LocalFragment, offset: bigint, stop: bigint, send: (o: bigint, c: Buffer) => Promise<void>, signal: AbortSignal): Promise<bigint> {
+  while (offset < stop && !signal.aborted) {
+    const n = Number(stop - offset < BigInt(READ_CHUNK) ? stop - offset : BigInt(READ_CHUNK));
+    let chunk: Buffer;
+    try {
+      chunk = readLocal(lf, offset, n);
+    } catch (e) {
+      // The spool was persisted and its file closed meanwhile: query again (now from the store).
+      if (e instanceof SpoolFileClosedError) return offset;
+      throw e;
+    }
+    if (chunk.length === 0) break;
+    await send(offset, chunk);
+    offset += BigInt(chunk.length);
+  }
+  return offset;
 }

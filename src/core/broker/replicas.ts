@@ -32,8 +32,14 @@ export class ReplicaSet {
   ensure(spec: JournalSpec): Replica {
     let r = this.replicas.get(spec.name);
     if (!r) {
-      const c = this.broker.config;
-      r = new Replica(spec, { fileRoot: c.fileRoot, fileOnly: c.fileOnly }, this.broker.log);
+      const b = this.broker;
+      r = new Replica(spec, {
+        openStore: (url) => b.openStore(url),
+        persister: b.persister,
+        fileOnly: b.config.fileOnly,
+        log: b.log,
+        onPersisted: () => b.metrics.persisted.inc(),
+      });
       this.replicas.set(spec.name, r);
     } else r.updateSpec(spec);
     return r;
@@ -52,7 +58,11 @@ export class ReplicaSet {
       const j = journals.get(name);
       if (!j || memberIndex(j.route, self) < 0) {
         // Keep a replica with content that is not yet in a store until it is.
-        if (r.spool.contentLength > 0n || r.listFragments().some((f) => f.content)) continue;
+        if (r.spool.contentLength > 0n || r.pendingPersists > 0) {
+          // Roll what it holds so it persists, then let it go on a later sync.
+          if (r.spool.contentLength > 0n && r.spool.staged === 0) r.spool.roll();
+          continue;
+        }
         r.pipeline?.close();
         r.close();
         this.replicas.delete(name);

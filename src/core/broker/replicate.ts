@@ -44,10 +44,10 @@ export async function serveReplicate(b: Broker, call: Call): Promise<void> {
   try {
     while (msg) {
       if (msg.content.length > 0) {
-        if (msg.content_delta !== BigInt(replica.spool.pending)) {
-          return fail(call, GrpcStatus.INVALID_ARGUMENT, `replicate ${name}: content_delta ${msg.content_delta} but ${replica.spool.pending} bytes are staged`);
+        if (msg.content_delta !== BigInt(replica.spool.staged)) {
+          return fail(call, GrpcStatus.INVALID_ARGUMENT, `replicate ${name}: content_delta ${msg.content_delta} but ${replica.spool.staged} bytes are staged`);
         }
-        replica.spool.stage(msg.content);
+        replica.spool.apply(msg.content, msg.content_delta);
         b.metrics.replicatedBytes.inc(msg.content.length);
       }
       let status = Status.OK;
@@ -84,16 +84,6 @@ export async function serveReplicate(b: Broker, call: Call): Promise<void> {
 
 function applyProposal(replica: Replica, msg: ReplicateRequest): Status {
   const p = msg.proposal!;
-  const spool = replica.spool;
-  const m = spool.matches(p);
-  if (m === 'current') spool.rollback();
-  else if (m === 'next') {
-    spool.commit();
-    replica.notify();
-  } else if (p.begin === p.end && p.end >= spool.fragment.end && p.journal === replica.name) {
-    spool.rollback();
-    replica.roll(p.end, p);
-  } else return Status.PROPOSAL_MISMATCH;
-  if (msg.registers) spool.registers = msg.registers;
-  return Status.OK;
+  if (p.journal !== replica.name) return Status.PROPOSAL_MISMATCH;
+  return replica.spool.applyProposal(p, msg.registers).status;
 }

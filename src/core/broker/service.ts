@@ -27,7 +27,6 @@ import { itemKey } from '../../lib/keyspace/keys.js';
 import { durationToNanos } from '../../lib/protocol/duration.js';
 import { rewritePrefixLabels, matchesSelector, journalMatchLabels, validateLabelSelector } from '../../lib/protocol/selector.js';
 import { validateJournalApplyRequest } from '../../lib/protocol/validate/index.js';
-import { openStore } from '../../lib/stores/index.js';
 import { RpcError, serveAppend, updateSuspend } from './append.js';
 import { journalReadable, type Broker } from './broker.js';
 import { proxyAppend, proxyFragments, proxyRead } from './proxy.js';
@@ -230,22 +229,15 @@ export function journalService(b: Broker): JournalServer {
         if (!journalReadable(res.spec.flags)) return cb(null, FragmentsResponse.fromPartial({ status: Status.NOT_ALLOWED, header: res.header }));
         const replica = b.replicas.ensure(res.spec);
         await replica.loaded;
-        const limit = req.page_limit > 0 ? req.page_limit : DEFAULT_FRAGMENTS_PAGE;
-        const ttlMs = req.signatureTTL ? Number(durationToNanos(req.signatureTTL) / 1_000_000n) : 0;
-        const selected = replica.listFragments().filter(({ fragment: f }) => {
-          if (f.begin < req.next_page_token) return false;
-          if (f.mod_time !== 0n && f.mod_time < req.begin_mod_time) return false;
-          if (req.end_mod_time !== 0n && (f.mod_time === 0n || f.mod_time > req.end_mod_time)) return false;
-          return true;
+        const page = await replica.index.list({
+          pageToken: req.next_page_token,
+          pageLimit: req.page_limit > 0 ? req.page_limit : DEFAULT_FRAGMENTS_PAGE,
+          beginModTime: req.begin_mod_time,
+          endModTime: req.end_mod_time,
+          ...(req.signatureTTL ? { signatureTtlMs: Number(durationToNanos(req.signatureTTL) / 1_000_000n) } : {}),
         });
-        const page = selected.slice(0, limit);
-        const fragments = [];
-        for (const { fragment } of page) {
-          const signed_url = req.signatureTTL && fragment.backing_store && fragment.mod_time !== 0n ? await replica.signedUrl(fragment, ttlMs).catch(() => '') : '';
-          fragments.push({ spec: fragment, signed_url });
-        }
-        const next = selected[limit];
-        cb(null, { status: Status.OK, header: res.header, fragments, next_page_token: next ? next.fragment.begin : 0n });
+        const fragments = page.fragments.map((f) => ({ spec: f.spec, signed_url: f.signedUrl }));
+        cb(null, { status: Status.OK, header: res.header, fragments, next_page_token: page.nextPageToken });
       } catch (e) {
         cb(toServiceError(e));
       }
@@ -255,7 +247,7 @@ export function journalService(b: Broker): JournalServer {
       const req: FragmentStoreHealthRequest = call.request;
       const header = unrouted();
       try {
-        const store = openStore(req.fragment_store, { fileRoot: b.config.fileRoot || undefined });
+        const store = b.openStore(req.fragment_store);
         await store.health(req.check_delete ? { deleteUnder: req.check_delete_prefix } : {});
         cb(null, { status: Status.OK, header, store_health_error: '' });
       } catch (e) {
