@@ -21,7 +21,7 @@ export function proxyRead(peers: Peers, endpoint: string, header: Header, call: 
       }
     });
     up.on('error', (e) => {
-      call.destroy(Object.assign(new Error((e as Error).message), grpcError(e)));
+      call.emit('error', Object.assign(new Error((e as Error).message), grpcError(e)));
       resolve();
     });
     up.on('end', () => {

@@ -17,7 +17,7 @@ import type { Replica } from './replica.js';
 type Call = ServerDuplexStream<ReplicateRequest, ReplicateResponse>;
 
 function fail(call: Call, code: GrpcStatus, details: string): void {
-  call.destroy(Object.assign(new Error(details), { code, details }));
+  call.emit('error', Object.assign(new Error(details), { code, details }));
 }
 
 export async function serveReplicate(b: Broker, call: Call): Promise<void> {

@@ -1,6 +1,9 @@
 // The `protocol.Journal` gRPC service of the broker: List and Apply over the etcd view, and
 // Read, Append, Replicate, ListFragments and FragmentStoreHealth routed to (or proxied to) the
 // broker that serves the journal.
+//
+// A server stream ends with an error status through emit('error', …): grpc-js's destroy() would
+// leave the client waiting without one.
 
 import { Metadata, status as GrpcStatus, type sendUnaryData, type ServerReadableStream, type ServerWritableStream, type ServiceError } from '@grpc/grpc-js';
 import {
@@ -71,7 +74,7 @@ export function journalService(b: Broker): JournalServer {
         validateLabelSelector(req.selector ?? { include: undefined, exclude: undefined });
         sel = rewritePrefixLabels(req.selector ?? { include: undefined, exclude: undefined });
       } catch (e) {
-        return call.destroy(rpcError(GrpcStatus.INVALID_ARGUMENT, `list: ${(e as Error).message}`));
+        return call.emit('error', rpcError(GrpcStatus.INVALID_ARGUMENT, `list: ${(e as Error).message}`));
       }
       const ac = new AbortController();
       call.on('cancelled', () => ac.abort());
@@ -104,7 +107,7 @@ export function journalService(b: Broker): JournalServer {
         }
         call.end();
       } catch (e) {
-        if (!ac.signal.aborted) call.destroy(toServiceError(e));
+        if (!ac.signal.aborted) call.emit('error', toServiceError(e));
       }
     },
 
@@ -177,7 +180,7 @@ export function journalService(b: Broker): JournalServer {
         }
         await serveRead(b, call, b.replicas.ensure(res.spec), res.header);
       } catch (e) {
-        call.destroy(toServiceError(e));
+        call.emit('error', toServiceError(e));
       }
     },
 
@@ -189,6 +192,11 @@ export function journalService(b: Broker): JournalServer {
         const first = n.value;
         if (first.journal === '') return cb(rpcError(GrpcStatus.INVALID_ARGUMENT, 'append: the first message must name the journal'));
         if (first.content.length > 0) return cb(rpcError(GrpcStatus.INVALID_ARGUMENT, 'append: the first message may not carry content'));
+        // Like the upstream release we follow (v0.103.0), which has no SUSPEND_KEEP: any other
+        // mode is refused before anything happens, and clients detect that by the text.
+        if (first.suspend < AppendRequest_Suspend.SUSPEND_RESUME || first.suspend > AppendRequest_Suspend.SUSPEND_NOW) {
+          return cb(rpcError(GrpcStatus.INVALID_ARGUMENT, `Suspend: invalid Suspend variant (${first.suspend})`));
+        }
         const res = await b.resolver.resolve({
           journal: first.journal,
           requirePrimary: true,
@@ -215,7 +223,7 @@ export function journalService(b: Broker): JournalServer {
       try {
         await serveReplicate(b, call);
       } catch (e) {
-        call.destroy(toServiceError(e));
+        call.emit('error', toServiceError(e));
       }
     },
 
