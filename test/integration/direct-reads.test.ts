@@ -189,7 +189,7 @@ describe('direct reads from a file:// store (reference Go broker)', { timeout: 2
   test('fragments: a totals line; --verify reports exactly the altered raw and gzip objects', async () => {
     const v = await writeMixedJournal(client, cluster, 'direct/verify', 'file:///', 23);
     const ps = [...v.persisted].sort((a, b) => Number(a.begin - b.begin));
-    const table = await gzOk(cluster, ['journals', 'fragments', '-l', 'name=direct/verify', '--verify', '--file-root', cluster.fileRoot]);
+    const table = await gzOk(cluster, ['journals', 'fragments', '-l', 'name=direct/verify', '--totals', '--verify', '--file-root', cluster.fileRoot]);
     const text = table.stdout.toString('utf8');
     const total = v.data.length;
     const persistedBytes = ps.reduce((n, f) => n + Number(f.end - f.begin), 0);

@@ -17,7 +17,7 @@ const OPTIONS = options({
   to: timeOption({ description: 'Only fragments persisted at or before this time (unix seconds, RFC 3339, or a duration ago such as 24h).', ini: { field: 'ToUnix' } }),
   'url-ttl': durationOption({ description: 'Include signed fragment URLs valid for this long (Go duration, e.g. 1h).', default: '0s', showDefault: true, ini: { field: 'SigTTL' } }),
   verify: booleanOption({ description: 'Read every listed persisted fragment from its store and check its length and SHA-1 sum; exit 1 if any fails.', ini: null }),
-  totals: booleanOption({ description: 'With -o json, end with a {"totals": ...} line (the table always ends with a totals line).', ini: null }),
+  totals: booleanOption({ description: 'End with totals: fragments and bytes, persisted and spooled (a line under the table; a {"totals": ...} line with -o json).', ini: null }),
   'file-root': optionalStringOption({ description: 'Local directory rooting file:// fragment stores, for --verify.', ini: { field: 'FileRoot' } }),
 });
 
@@ -32,7 +32,7 @@ export default class JournalsFragments extends GazctlCommand {
 
 --from and --to bound the store modification time (unix seconds, RFC 3339 times, or durations ago such as 24h); with --to, fragments not yet persisted are left out. --url-ttl adds signed URLs valid that long; for an s3:// fragment the broker did not sign, gazctl signs one itself with its own AWS credentials.
 
-The table ends with a totals line: fragments and bytes, persisted and spooled (not yet persisted).
+--totals ends the output with totals: fragments and bytes, persisted and spooled (not yet persisted). Without it the table is exactly upstream's.
 
 --verify reads every listed persisted fragment from its store (through a broker-signed URL, or with gazctl's own access: --file-root for file:// stores, AWS credentials for s3://), decompresses it, and checks that it holds end - begin bytes whose SHA-1 is the sum in its name. Every mismatch and every unreadable object is reported; the exit status is 1 if there is any.
 
@@ -51,7 +51,6 @@ The table ends with a totals line: fragments and bytes, persisted and spooled (n
     const { selector } = flags;
     const ttl = flags['url-ttl'];
     if (flags.to > 0 && flags.from > flags.to) throw new UsageError(`--from (${flags.from}) is after --to (${flags.to})`);
-    if (flags.totals && flags.format !== 'json') throw new UsageError('--totals is for -o json (the table always ends with a totals line)');
     const svc = this.serviceOptions('broker');
     const client = this.journalClient(svc);
     const ttlMs = ttl > 0n ? Number(ttl / 1_000_000n) : undefined;
@@ -141,9 +140,11 @@ The table ends with a totals line: fragments and bytes, persisted and spooled (n
         return row;
       });
       let text = renderTable(headers, rows);
-      text +=
-        `Total: ${t.count} fragments, ${humanizeBytes(t.bytes)}: ` +
-        `${t.persisted.count} persisted (${humanizeBytes(t.persisted.bytes)}), ${t.spooled.count} spooled (${humanizeBytes(t.spooled.bytes)})\n`;
+      if (flags.totals) {
+        text +=
+          `Total: ${t.count} fragments, ${humanizeBytes(t.bytes)}: ` +
+          `${t.persisted.count} persisted (${humanizeBytes(t.persisted.bytes)}), ${t.spooled.count} spooled (${humanizeBytes(t.spooled.bytes)})\n`;
+      }
       if (flags.verify) {
         for (const o of failed) {
           const s = o.fragment;
