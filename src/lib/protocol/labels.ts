@@ -90,6 +90,14 @@ export function labelSet(...labels: Label[]): LabelSet {
 }
 
 /** Values of label `name` in the set, in set order (empty when absent). */
+/** Whether the set has label `name` (with any value). */
+export function hasLabel(set: LabelSet | undefined, name: string): boolean {
+  const labels = set?.labels;
+  if (labels === undefined) return false;
+  for (let i = 0; i < labels.length; i++) if (labels[i]!.name === name) return true;
+  return false;
+}
+
 export function labelValues(set: LabelSet | undefined, name: string): string[] {
   if (!set) return [];
   return set.labels.filter((l) => l.name === name).map((l) => l.value);
@@ -129,6 +137,46 @@ function quote(s: string): string {
  * Returns a problem description, or undefined when fine.
  */
 export function checkAlphabet(s: string, symbols: string, min: number, max: number): string | undefined {
+  // The usual case: ASCII letters, digits and symbols only, so bytes are UTF-16 units.
+  if (isAsciiInAlphabet(s, symbols)) {
+    const n = s.length;
+    return n < min || n > max ? `length ${n} is out of range (${min} to ${max} bytes)` : undefined;
+  }
+  return checkAlphabetSlow(s, symbols, min, max);
+}
+
+// ASCII membership table of the last symbol set asked about (callers use one of two constants).
+let tableSymbols = '';
+let table = asciiTable('');
+
+function asciiTable(symbols: string): Uint8Array {
+  const t = new Uint8Array(128);
+  for (let c = 0x30; c <= 0x39; c++) t[c] = 1;
+  for (let c = 0x41; c <= 0x5a; c++) t[c] = 1;
+  for (let c = 0x61; c <= 0x7a; c++) t[c] = 1;
+  for (let i = 0; i < symbols.length; i++) {
+    const c = symbols.charCodeAt(i);
+    if (c < 128) t[c] = 1;
+  }
+  return t;
+}
+
+/** Whether `s` is all ASCII and every character is a letter, digit or one of `symbols`. */
+function isAsciiInAlphabet(s: string, symbols: string): boolean {
+  if (symbols !== tableSymbols) {
+    table = asciiTable(symbols);
+    tableSymbols = symbols;
+  }
+  const t = table;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 128 || t[c] === 0) return false;
+  }
+  return true;
+}
+
+/** checkAlphabet for any text (non-ASCII, or with a character outside the alphabet). */
+function checkAlphabetSlow(s: string, symbols: string, min: number, max: number): string | undefined {
   const n = byteLength(s);
   if (n < min || n > max) {
     return `length ${n} is out of range (${min} to ${max} bytes)`;
@@ -161,21 +209,23 @@ function describe(l: Label): string {
  * Validates a LabelSet: each label valid; sorted by (name, value) and unique; no name with both
  * an empty and a non-empty value; `prefix` only when `allowPrefix` (selectors).
  */
-export function validateLabelSet(set: LabelSet | undefined, opts: { allowPrefix?: boolean } = {}): void {
-  const labels = set?.labels ?? [];
+export function validateLabelSet(set: LabelSet | undefined, opts?: { allowPrefix?: boolean }): void {
+  const labels = set?.labels;
+  if (labels === undefined) return;
   for (let i = 0; i < labels.length; i++) {
     const l = labels[i]!;
-    const at = `labels[${i}]`;
     const np = checkAlphabet(l.name, TOKEN_SYMBOLS, LABEL_NAME_MIN_BYTES, LABEL_NAME_MAX_BYTES);
-    if (np) throw new ValidationError(`name ${quote(l.name)}: ${np}`, at);
+    if (np) throw new ValidationError(`name ${quote(l.name)}: ${np}`, `labels[${i}]`);
     const vp = checkAlphabet(l.value, PATH_SYMBOLS, 0, LABEL_VALUE_MAX_BYTES);
-    if (vp) throw new ValidationError(`label ${quote(l.name)} value ${quote(l.value)}: ${vp}`, at);
-    if (l.prefix && !opts.allowPrefix) {
-      throw new ValidationError(`label ${describe(l)} has prefix=true, which is only allowed in selectors`, at);
+    if (vp) throw new ValidationError(`label ${quote(l.name)} value ${quote(l.value)}: ${vp}`, `labels[${i}]`);
+    if (l.prefix && !opts?.allowPrefix) {
+      throw new ValidationError(`label ${describe(l)} has prefix=true, which is only allowed in selectors`, `labels[${i}]`);
     }
     if (i === 0) continue;
     const prev = labels[i - 1]!;
     const c = compareStrings(prev.name, l.name);
+    if (c < 0) continue;
+    const at = `labels[${i}]`;
     if (c > 0) {
       throw new ValidationError(
         `labels are not sorted: ${quote(l.name)} comes after ${quote(prev.name)}`,
@@ -228,6 +278,15 @@ export function checkMediaType(v: string): string | undefined {
  */
 export function validateSingleValueLabels(set: LabelSet | undefined): void {
   const labels = set?.labels ?? [];
+  // Only the single-value labels matter below: without any, there is nothing to check.
+  let any = false;
+  for (let i = 0; i < labels.length; i++) {
+    if (SINGLE_VALUE_LABELS.has(labels[i]!.name)) {
+      any = true;
+      break;
+    }
+  }
+  if (!any) return;
   for (let i = 1; i < labels.length; i++) {
     const l = labels[i]!;
     if (labels[i - 1]!.name === l.name && SINGLE_VALUE_LABELS.has(l.name)) {

@@ -13,7 +13,11 @@ export function within(subject: string, fn: () => void): void {
   try {
     fn();
   } catch (e) {
-    if (e instanceof ValidationError) throw new ValidationError(e.message, subject);
-    throw e;
+    throw prefixed(e, subject);
   }
+}
+
+/** What `within(subject, ...)` rethrows for `e`: a ValidationError prefixed with `subject`, anything else as it is. */
+export function prefixed(e: unknown, subject: string): unknown {
+  return e instanceof ValidationError ? new ValidationError(e.message, subject) : e;
 }

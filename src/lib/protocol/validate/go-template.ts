@@ -330,6 +330,8 @@ function lineCol(src: string, pos: number): string {
  * line and column), or undefined when the template is well formed.
  */
 export function checkGoTemplate(src: string): string | undefined {
+  // Text without an action is a template as it stands (the usual empty template included).
+  if (!src.includes('{{')) return undefined;
   try {
     parseTemplate(src);
     return undefined;

@@ -32,11 +32,30 @@ export function cleanPath(p: string): string {
   return s === '' ? '.' : s;
 }
 
+/**
+ * A quick sufficient test of cleanPath(s) === s for a non-empty `s`, without building the
+ * cleaned path: true when no segment is empty, `.` or `..` (or `s` is the root `/`). False means
+ * "ask cleanPath" (`.`, or leading `..` segments, are clean too).
+ */
+export function plainlyClean(s: string): boolean {
+  if (s === '/') return true;
+  let beg = s.charCodeAt(0) === 0x2f ? 1 : 0;
+  for (;;) {
+    let end = s.indexOf('/', beg);
+    if (end === -1) end = s.length;
+    const n = end - beg;
+    if (n === 0) return false;
+    if (s.charCodeAt(beg) === 0x2e && (n === 1 || (n === 2 && s.charCodeAt(beg + 1) === 0x2e))) return false;
+    if (end === s.length) return true;
+    beg = end + 1;
+  }
+}
+
 /** Problem with a path component (journal names, postfixes), or undefined. */
 export function checkPathComponent(s: string, min: number, max: number): string | undefined {
   const p = checkAlphabet(s, PATH_SYMBOLS, min, max);
   if (p) return p;
-  if (s !== '' && cleanPath(s) !== s) return `must be a clean path (like ${q(cleanPath(s))})`;
+  if (s !== '' && !plainlyClean(s) && cleanPath(s) !== s) return `must be a clean path (like ${q(cleanPath(s))})`;
   if (s.startsWith('/')) return 'must not begin with "/"';
   return undefined;
 }

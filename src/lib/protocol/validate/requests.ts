@@ -2,7 +2,7 @@
 // valid spec, and revisions are in range.
 import { type ApplyRequest } from '../gen/broker/protocol.js';
 import type { ApplyRequest as ShardApplyRequest } from '../gen/consumer/protocol.js';
-import { fail, q, within } from './common.js';
+import { fail, prefixed, q, within } from './common.js';
 import { validateJournalName, validateShardID } from './names.js';
 import { validateJournalSpec, validateShardSpec } from './specs.js';
 
@@ -17,23 +17,37 @@ function checkRevision(rev: bigint, isDelete: boolean): string | undefined {
 
 /** Validates a broker ApplyRequest: each change is exactly one of upsert/delete, with valid revisions and specs. */
 export function validateJournalApplyRequest(req: ApplyRequest): void {
-  req.changes.forEach((ch, i) => {
-    const at = `changes[${i}]`;
+  // Subjects (`changes[i]`) are built only when a check fails.
+  const changes = req.changes;
+  for (let i = 0; i < changes.length; i++) {
+    const ch = changes[i]!;
     if (ch.upsert && ch.delete !== '') {
-      fail(`sets both upsert (journal ${q(ch.upsert.name)}) and delete (journal ${q(ch.delete)}); expected exactly one`, at);
+      fail(`sets both upsert (journal ${q(ch.upsert.name)}) and delete (journal ${q(ch.delete)}); expected exactly one`, changeAt(i));
     }
     if (ch.upsert) {
-      within(at, () => validateJournalSpec(ch.upsert!));
+      try {
+        validateJournalSpec(ch.upsert);
+      } catch (e) {
+        throw prefixed(e, changeAt(i));
+      }
       const p = checkRevision(ch.expect_mod_revision, false);
-      if (p) fail(p, `${at}: journal ${q(ch.upsert.name)}`);
+      if (p) fail(p, `${changeAt(i)}: journal ${q(ch.upsert.name)}`);
     } else if (ch.delete !== '') {
-      within(at, () => validateJournalName(ch.delete));
+      try {
+        validateJournalName(ch.delete);
+      } catch (e) {
+        throw prefixed(e, changeAt(i));
+      }
       const p = checkRevision(ch.expect_mod_revision, true);
-      if (p) fail(p, `${at}: delete journal ${q(ch.delete)}`);
+      if (p) fail(p, `${changeAt(i)}: delete journal ${q(ch.delete)}`);
     } else {
-      fail('sets neither upsert nor delete; expected exactly one', at);
+      fail('sets neither upsert nor delete; expected exactly one', changeAt(i));
     }
-  });
+  }
+}
+
+function changeAt(i: number): string {
+  return `changes[${i}]`;
 }
 
 /** Validates a consumer ApplyRequest: like the broker's, plus primary_hints only with an upsert. */

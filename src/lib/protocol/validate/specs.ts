@@ -3,8 +3,8 @@
 import { durationToNanos, formatGoDuration } from '../duration.js';
 import { CompressionCodec, type Fragment, type Header, type JournalSpec, type LabelSet, type Route } from '../gen/broker/protocol.js';
 import type { ShardSpec } from '../gen/consumer/protocol.js';
-import { META_LABEL_ID, META_LABEL_NAME, META_LABEL_PREFIX, PATH_SYMBOLS, checkAlphabet, compareStrings, labelValues, validateLabelSet, validateSingleValueLabels } from '../labels.js';
-import { fail, q, within } from './common.js';
+import { META_LABEL_ID, META_LABEL_NAME, META_LABEL_PREFIX, PATH_SYMBOLS, checkAlphabet, compareStrings, hasLabel, validateLabelSet, validateSingleValueLabels } from '../labels.js';
+import { fail, prefixed, q, within } from './common.js';
 import { checkPathComponent, cleanPath, JOURNAL_NAME_MAX_BYTES, JOURNAL_NAME_MIN_BYTES, PATH_POSTFIX_MAX_BYTES, validateEndpoint, validateJournalName, validateProcessID, validateShardID } from './names.js';
 import { checkStoreURL } from './store-url.js';
 import { checkGoTemplate } from './go-template.js';
@@ -25,60 +25,87 @@ function isValidCodec(c: number): boolean {
   return c >= CompressionCodec.NONE && c <= CompressionCodec.GZIP_OFFLOAD_DECOMPRESSION && Number.isInteger(c);
 }
 
+const RESERVED_JOURNAL_LABELS = [META_LABEL_NAME, META_LABEL_PREFIX];
+const VALID_FLAGS = [0, 1, 2, 4];
+const VALID_SUSPEND_LEVELS = [0, 1, 2];
+
 /** Labels of a JournalSpec: valid set, no `name`/`prefix` labels, single-value rules. */
 export function validateJournalLabels(set: LabelSet | undefined): void {
   validateLabelSet(set);
-  for (const reserved of [META_LABEL_NAME, META_LABEL_PREFIX]) {
-    if (labelValues(set, reserved).length !== 0) fail(`label ${q(reserved)} is reserved`, 'labels');
+  for (const reserved of RESERVED_JOURNAL_LABELS) {
+    if (hasLabel(set, reserved)) fail(`label ${q(reserved)} is reserved`, 'labels');
   }
   validateSingleValueLabels(set);
 }
 
+/** Fragment store problems by URL: a store is usually shared by many specs, and URL parsing is dear. */
+const storeChecks = new Map<string, string | undefined>();
+
+function checkStoreURLCached(store: string): string | undefined {
+  if (storeChecks.has(store)) return storeChecks.get(store);
+  const p = checkStoreURL(store);
+  if (storeChecks.size >= 1024) storeChecks.clear();
+  storeChecks.set(store, p);
+  return p;
+}
+
+function journalSubject(name: string): string {
+  return `journal ${q(name)}`;
+}
+
+
+
 /** Validates a JournalSpec as brokers do. */
 export function validateJournalSpec(spec: JournalSpec): void {
   validateJournalName(spec.name);
-  const subject = `journal ${q(spec.name)}`;
+  // The subject is built only when a check fails: the success path allocates nothing.
   if (spec.replication < 1 || spec.replication > MAX_JOURNAL_REPLICATION) {
-    fail(`replication: ${spec.replication} is out of range (1 to ${MAX_JOURNAL_REPLICATION})`, subject);
+    fail(`replication: ${spec.replication} is out of range (1 to ${MAX_JOURNAL_REPLICATION})`, journalSubject(spec.name));
   }
-  within(subject, () => validateJournalLabels(spec.labels));
+  try {
+    validateJournalLabels(spec.labels);
+  } catch (e) {
+    throw prefixed(e, journalSubject(spec.name));
+  }
 
   const fr = spec.fragment;
   const length = fr?.length ?? 0n;
   if (length < MIN_FRAGMENT_LENGTH || length > MAX_FRAGMENT_LENGTH) {
-    fail(`fragment.length: ${length} is out of range (${MIN_FRAGMENT_LENGTH} to ${MAX_FRAGMENT_LENGTH})`, subject);
+    fail(`fragment.length: ${length} is out of range (${MIN_FRAGMENT_LENGTH} to ${MAX_FRAGMENT_LENGTH})`, journalSubject(spec.name));
   }
   const codec = fr?.compression_codec ?? CompressionCodec.INVALID;
   if (!isValidCodec(codec)) {
-    fail(`fragment.compression_codec: ${codecLabel(codec)} is not a valid codec (NONE, GZIP, ZSTANDARD, SNAPPY or GZIP_OFFLOAD_DECOMPRESSION)`, subject);
+    fail(`fragment.compression_codec: ${codecLabel(codec)} is not a valid codec (NONE, GZIP, ZSTANDARD, SNAPPY or GZIP_OFFLOAD_DECOMPRESSION)`, journalSubject(spec.name));
   }
-  (fr?.stores ?? []).forEach((store, i) => {
-    const p = checkStoreURL(store);
-    if (p) fail(`fragment.stores[${i}] ${q(store)}: ${p}`, subject);
-    if (i === 0 && store.toLowerCase().startsWith('file:') && codec === CompressionCodec.GZIP_OFFLOAD_DECOMPRESSION) {
-      fail(`fragment.stores[0] ${q(store)}: GZIP_OFFLOAD_DECOMPRESSION cannot be used with a file:// store`, subject);
+  const stores = fr?.stores ?? [];
+  for (let i = 0; i < stores.length; i++) {
+    const store = stores[i]!;
+    const p = checkStoreURLCached(store);
+    if (p) fail(`fragment.stores[${i}] ${q(store)}: ${p}`, journalSubject(spec.name));
+    if (i === 0 && codec === CompressionCodec.GZIP_OFFLOAD_DECOMPRESSION && store.toLowerCase().startsWith('file:')) {
+      fail(`fragment.stores[0] ${q(store)}: GZIP_OFFLOAD_DECOMPRESSION cannot be used with a file:// store`, journalSubject(spec.name));
     }
-  });
+  }
   const refresh = durationToNanos(fr?.refresh_interval);
   if (refresh < MIN_REFRESH_INTERVAL || refresh > MAX_REFRESH_INTERVAL) {
-    fail(`fragment.refresh_interval: ${formatGoDuration(refresh)} is out of range (1s to 24h0m0s)`, subject);
+    fail(`fragment.refresh_interval: ${formatGoDuration(refresh)} is out of range (1s to 24h0m0s)`, journalSubject(spec.name));
   }
   const flush = durationToNanos(fr?.flush_interval);
   if (flush !== 0n && flush < MIN_FLUSH_INTERVAL) {
-    fail(`fragment.flush_interval: ${formatGoDuration(flush)} must be 0s or at least 1m0s`, subject);
+    fail(`fragment.flush_interval: ${formatGoDuration(flush)} must be 0s or at least 1m0s`, journalSubject(spec.name));
   }
   const tpl = fr?.path_postfix_template ?? '';
   const tp = checkGoTemplate(tpl);
-  if (tp) fail(`fragment.path_postfix_template ${q(tpl)}: ${tp}`, subject);
+  if (tp) fail(`fragment.path_postfix_template ${q(tpl)}: ${tp}`, journalSubject(spec.name));
 
-  if (![0, 1, 2, 4].includes(spec.flags)) {
-    fail(`flags: ${spec.flags} is not valid (0, O_RDONLY=1, O_WRONLY=2 or O_RDWR=4)`, subject);
+  if (!VALID_FLAGS.includes(spec.flags)) {
+    fail(`flags: ${spec.flags} is not valid (0, O_RDONLY=1, O_WRONLY=2 or O_RDWR=4)`, journalSubject(spec.name));
   }
-  if (spec.max_append_rate < 0n) fail(`max_append_rate: ${spec.max_append_rate} must be >= 0`, subject);
+  if (spec.max_append_rate < 0n) fail(`max_append_rate: ${spec.max_append_rate} must be >= 0`, journalSubject(spec.name));
   if (spec.suspend) {
     const level = spec.suspend.level;
-    if (![0, 1, 2].includes(level)) fail(`suspend.level: ${level} is not valid (NONE, PARTIAL or FULL)`, subject);
-    if (spec.suspend.offset < 0n) fail(`suspend.offset: ${spec.suspend.offset} must be >= 0`, subject);
+    if (!VALID_SUSPEND_LEVELS.includes(level)) fail(`suspend.level: ${level} is not valid (NONE, PARTIAL or FULL)`, journalSubject(spec.name));
+    if (spec.suspend.offset < 0n) fail(`suspend.offset: ${spec.suspend.offset} must be >= 0`, journalSubject(spec.name));
   }
 }
 
@@ -114,7 +141,7 @@ export function validateShardSpec(spec: ShardSpec): void {
   if (minTxn < 0n) fail(`min_txn_duration: ${formatGoDuration(minTxn)} must be >= 0`, subject);
   within(subject, () => {
     validateLabelSet(spec.labels);
-    if (labelValues(spec.labels, META_LABEL_ID).length !== 0) fail(`label ${q(META_LABEL_ID)} is reserved`, 'labels');
+    if (hasLabel(spec.labels, META_LABEL_ID)) fail(`label ${q(META_LABEL_ID)} is reserved`, 'labels');
     validateSingleValueLabels(spec.labels);
   });
 }
