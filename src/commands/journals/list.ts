@@ -42,7 +42,8 @@ With --watch the listing is printed again after every change, until interrupted.
     try {
       if (!flags.watch) {
         const resp = await client.list(selector);
-        process.stdout.write(this.render(resp, flags));
+        // The listing is not used after rendering: the YAML tree may take its specs over.
+        process.stdout.write(this.render(resp, flags, true));
         return;
       }
       const ac = new AbortController();
@@ -63,9 +64,9 @@ With --watch the listing is printed again after every change, until interrupted.
     }
   }
 
-  private render(resp: ListResponse, flags: ListOptions): string {
+  private render(resp: ListResponse, flags: ListOptions, lastUse = false): string {
     if (flags.format === 'json') return journalListResponseToJson(resp);
-    if (flags.format === 'yaml') return encodeJournalTree(journalTreeFromListing(resp.journals));
+    if (flags.format === 'yaml') return encodeJournalTree(journalTreeFromListing(resp.journals, { adoptSpecs: lastUse }));
     const headers = ['Name'];
     if (flags.rf) headers.push('RF');
     if (flags.primary) headers.push('Primary');

@@ -311,6 +311,14 @@ class Writer {
     this.indention = this.indention && isIndention;
   }
 
+  /** A plain scalar known to be one printable ASCII word (nothing to fold or quote). */
+  word(value: string): void {
+    if (!this.whitespace) this.put(' ');
+    this.putText(value, value.length);
+    this.whitespace = false;
+    this.indention = false;
+  }
+
   plain(value: string, indent: number): void {
     if (!this.whitespace) this.put(' ');
     if (PRINTABLE_ASCII_WORD.test(value)) {
@@ -505,6 +513,56 @@ export function emitGoYaml(root: YamlMapping): string {
   emitMapping(w, root, 0, true);
   w.writeIndent(0); // document end: terminates the last line unless a block scalar already did
   return w.out;
+}
+
+/**
+ * Writes a block-mapping document piece by piece, exactly as {@link emitGoYaml} writes the same
+ * value, without building the value first (for large documents such as listings, where the
+ * intermediate objects cost more than the writing). The caller drives it in document order:
+ *
+ *   * `key(k, indent, firstOnLine)` starts a mapping entry at column `indent`; `firstOnLine` for
+ *     the first key of the document and of a mapping that is a sequence item (after `- `);
+ *     keys must be plain words (no quoting), as every field name of our formats is;
+ *   * after a key, one of: `scalar(v, indent)` (same `indent` as the key), `flow('[]' | '{}')`
+ *     for an empty sequence or mapping, nested keys at `indent + 2` for a non-empty mapping, or
+ *     `dash(indent)` per item of a non-empty sequence (at the key's own column);
+ *   * after `dash(indent)`: `scalar(v, indent)`, `flow(...)` for an empty mapping, or
+ *     `itemMapping()` followed by keys at `indent + 2` with the first one `firstOnLine`.
+ *
+ * `finish()` ends the document; a document without any key is `{}`.
+ */
+export class GoYamlStream {
+  private readonly w = new Writer();
+  private any = false;
+
+  key(k: string, indent: number, firstOnLine: boolean): void {
+    const w = this.w;
+    this.any = true;
+    if (!firstOnLine) w.writeIndent(indent);
+    w.word(k);
+    w.indicator(':', false);
+  }
+  /** A scalar value after a key or dash at column `indent`. */
+  scalar(v: string | number | bigint | boolean, indent: number): void {
+    if (typeof v === 'string') this.w.scalar(v, indent + BEST_INDENT);
+    else this.w.word(String(v));
+  }
+  flow(text: '[]' | '{}'): void {
+    this.w.indicator(text, true);
+  }
+  dash(indent: number): void {
+    this.w.writeIndent(indent);
+    this.w.indicator('-', true, false, true);
+  }
+  itemMapping(): void {
+    this.w.put(' ');
+    this.w.whitespace = true;
+  }
+  finish(): string {
+    if (!this.any) return '{}\n';
+    this.w.writeIndent(0);
+    return this.w.out;
+  }
 }
 
 // ------------------------------------------------------------------------------------------

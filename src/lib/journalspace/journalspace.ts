@@ -19,7 +19,8 @@ import {
 import type { Duration } from '../protocol/gen/google/protobuf/duration.js';
 import { ValidationError } from '../protocol/errors.js';
 import { validateJournalApplyRequest, validateJournalName } from '../protocol/validate/index.js';
-import { StrictDoc, decodeStrict, emitGoYaml, enumNames, type YamlMapping, type YamlValue } from '../goyaml/goyaml.js';
+import { GoYamlStream, StrictDoc, decodeStrict, emitGoYaml, enumNames, type YamlMapping, type YamlValue } from '../goyaml/goyaml.js';
+import { formatGoDuration } from '../protocol/duration.js';
 import {
   INT32,
   INT64,
@@ -542,14 +543,55 @@ function setExplicit(node: JournalNode, v: boolean): void {
   else delete node.explicitEmptyStores;
 }
 
+/** canonicalDuration, keeping `d` itself when it is already canonical. */
+function canonicalInPlace(d: Duration | undefined): Duration | undefined {
+  if (d === undefined) return undefined;
+  const { seconds, nanos: n } = d;
+  if (typeof seconds === 'bigint' && Number.isInteger(n) && n >= 0 && n < 1e9 && seconds >= 0n) {
+    return seconds === 0n && n === 0 ? undefined : d;
+  }
+  return durationOrUndefined(nanos(d));
+}
+
+/**
+ * normalizeJournalSpec done on `s` itself (which the tree then owns and changes): the same
+ * values, without copying what is already in normal form.
+ */
+function adoptJournalSpec(s: JournalSpec): JournalSpec {
+  s.name ??= '';
+  s.replication ??= 0;
+  if (s.labels === undefined) s.labels = { labels: [] };
+  else s.labels.labels ??= [];
+  const f = s.fragment;
+  if (f === undefined) s.fragment = emptyFragment();
+  else {
+    f.length ??= 0n;
+    f.compression_codec ??= CompressionCodec.INVALID;
+    f.stores ??= [];
+    f.refresh_interval = canonicalInPlace(f.refresh_interval);
+    f.retention = canonicalInPlace(f.retention);
+    f.flush_interval = canonicalInPlace(f.flush_interval);
+    f.path_postfix_template ??= '';
+  }
+  s.flags ??= 0;
+  s.max_append_rate ??= 0n;
+  return s;
+}
+
 /**
  * Builds the minimal hierarchy of a listing (journals in name order, as List returns them):
  * directories at `/` boundaries where names branch, shared fields hoisted into directories,
  * `revision` = mod_revision. One journal ⇒ a terminal root; no journals ⇒ an empty root.
+ * With `adoptSpecs` the tree takes the listing's spec objects over (normalized and then changed
+ * in place) instead of copying them: for a listing that is not used afterwards.
  */
-export function journalTreeFromListing(journals: readonly ListResponse_Journal[]): JournalNode {
+export function journalTreeFromListing(
+  journals: readonly ListResponse_Journal[],
+  opts?: { adoptSpecs?: boolean },
+): JournalNode {
+  const adopt = opts?.adoptSpecs === true;
   const nodes: JournalNode[] = journals.map((j) => {
-    const n: JournalNode = { spec: normalizeJournalSpec(j.spec) };
+    const n: JournalNode = { spec: adopt && j.spec ? adoptJournalSpec(j.spec) : normalizeJournalSpec(j.spec) };
     if (j.mod_revision !== 0n) n.revision = j.mod_revision;
     return n;
   });
@@ -604,5 +646,168 @@ function nodeToYaml(node: JournalNode): YamlMapping {
 
 /** Encodes a hierarchy as Go gazctl does (yaml.v2, fixed key order, zero values omitted). */
 export function encodeJournalTree(node: JournalNode): string {
+  const out = new GoYamlStream();
+  writeNode(out, node, 0, true);
+  return out.finish();
+}
+
+/** The same document through the generic emitter (nodeToYaml, then emitGoYaml); kept to check the stream against. */
+export function encodeJournalTreeGeneric(node: JournalNode): string {
   return emitGoYaml(nodeToYaml(node));
+}
+
+// Streaming encoder: writes what emitGoYaml(nodeToYaml(node)) writes, field by field, without
+// the intermediate mappings (a listing of many thousands of journals would build and drop them all).
+
+/** Whether nodeToYaml's fragment mapping would have any key. */
+function fragmentHasFields(f: JournalSpec_Fragment): boolean {
+  return (
+    f.length !== 0n ||
+    f.compression_codec !== CompressionCodec.INVALID ||
+    f.stores.length !== 0 ||
+    nanos(f.refresh_interval) !== 0n ||
+    nanos(f.retention) !== 0n ||
+    nanos(f.flush_interval) !== 0n ||
+    f.path_postfix_template !== ''
+  );
+}
+
+/** Whether nodeToYaml's mapping for the node would have any key. */
+function nodeHasFields(node: JournalNode): boolean {
+  const s = node.spec;
+  return (
+    !!node.comment ||
+    node.delete !== undefined ||
+    !!s.name ||
+    !!s.replication ||
+    labelsOf(s).length !== 0 ||
+    fragmentHasFields(fragOf(s)) ||
+    !!s.flags ||
+    s.max_append_rate !== 0n ||
+    !!s.suspend ||
+    (node.revision !== undefined && node.revision !== 0n) ||
+    !!node.children?.length
+  );
+}
+
+function writeDuration(out: GoYamlStream, key: string, d: Duration | undefined, indent: number): void {
+  const ns = nanos(d);
+  if (ns === 0n) return;
+  out.key(key, indent, false);
+  out.scalar(formatGoDuration(ns), indent);
+}
+
+/** Writes the node's mapping entries at column `indent`; `firstOnLine` for the first of them. */
+function writeNode(out: GoYamlStream, node: JournalNode, indent: number, firstOnLine: boolean): void {
+  const s = node.spec;
+  let first = firstOnLine;
+  const key = (k: string) => {
+    out.key(k, indent, first);
+    first = false;
+  };
+  if (node.comment) {
+    key('comment');
+    out.scalar(node.comment, indent);
+  }
+  if (node.delete !== undefined) {
+    key('delete');
+    out.scalar(node.delete, indent);
+  }
+  if (s.name) {
+    key('name');
+    out.scalar(s.name, indent);
+  }
+  if (s.replication) {
+    key('replication');
+    out.scalar(s.replication, indent);
+  }
+  const labels = labelsOf(s);
+  if (labels.length) {
+    key('labels');
+    for (const l of labels) {
+      out.dash(indent);
+      out.itemMapping();
+      out.key('name', indent + 2, true);
+      out.scalar(l.name, indent + 2);
+      out.key('value', indent + 2, false);
+      out.scalar(l.value, indent + 2);
+      if (l.prefix) {
+        out.key('prefix', indent + 2, false);
+        out.scalar(true, indent + 2);
+      }
+    }
+  }
+  const f = fragOf(s);
+  if (fragmentHasFields(f)) {
+    key('fragment');
+    const fi = indent + 2;
+    let ff = false;
+    const fkey = (k: string) => {
+      out.key(k, fi, ff);
+      ff = false;
+    };
+    if (f.length !== 0n) {
+      fkey('length');
+      out.scalar(f.length, fi);
+    }
+    if (f.compression_codec !== CompressionCodec.INVALID) {
+      fkey('compression_codec');
+      out.scalar(CompressionCodec[f.compression_codec] ?? String(f.compression_codec), fi);
+    }
+    if (f.stores.length) {
+      fkey('stores');
+      for (const st of f.stores) {
+        out.dash(fi);
+        out.scalar(st, fi);
+      }
+    }
+    writeDuration(out, 'refresh_interval', f.refresh_interval, fi);
+    writeDuration(out, 'retention', f.retention, fi);
+    writeDuration(out, 'flush_interval', f.flush_interval, fi);
+    if (f.path_postfix_template) {
+      fkey('path_postfix_template');
+      out.scalar(f.path_postfix_template, fi);
+    }
+  }
+  if (s.flags) {
+    key('flags');
+    const v = enumText(JournalSpec_Flag as unknown as Record<number, string>, s.flags);
+    out.scalar(v as string | number, indent);
+  }
+  if (s.max_append_rate !== 0n) {
+    key('max_append_rate');
+    out.scalar(s.max_append_rate, indent);
+  }
+  if (s.suspend) {
+    key('suspend');
+    const level = s.suspend.level;
+    const offset = s.suspend.offset;
+    if (!level && offset === 0n) out.flow('{}');
+    else {
+      const si = indent + 2;
+      if (level) {
+        out.key('level', si, false);
+        out.scalar(enumText(JournalSpec_Suspend_Level as unknown as Record<number, string>, level) as string | number, si);
+      }
+      if (offset !== 0n) {
+        out.key('offset', si, false);
+        out.scalar(offset, si);
+      }
+    }
+  }
+  if (node.revision !== undefined && node.revision !== 0n) {
+    key('revision');
+    out.scalar(node.revision, indent);
+  }
+  if (node.children?.length) {
+    key('children');
+    for (const c of node.children) {
+      out.dash(indent);
+      if (!nodeHasFields(c)) out.flow('{}');
+      else {
+        out.itemMapping();
+        writeNode(out, c, indent + 2, true);
+      }
+    }
+  }
 }
