@@ -190,6 +190,10 @@ function durEq(a: JournalSpec_Fragment['retention'], b: JournalSpec_Fragment['re
   return nanos(a) === nanos(b);
 }
 
+function copyDuration(d: Duration | undefined): Duration | undefined {
+  return d === undefined ? undefined : { seconds: d.seconds, nanos: d.nanos };
+}
+
 /**
  * Child fields that are zero take the parent's value; labels merge per name (child wins).
  * `parent.spec` must be normalized (every flat spec here is); it is only read.
@@ -208,9 +212,10 @@ function unionSpecs(child: Flat, parent: Flat): Flat {
     af.stores = [...bf.stores];
     explicitEmptyStores = parent.explicitEmptyStores;
   }
-  if (af.refresh_interval === undefined) af.refresh_interval = bf.refresh_interval;
-  if (af.retention === undefined) af.retention = bf.retention;
-  if (af.flush_interval === undefined) af.flush_interval = bf.flush_interval;
+  // Inherited durations are copied: the result shares no object with `parent`.
+  if (af.refresh_interval === undefined) af.refresh_interval = copyDuration(bf.refresh_interval);
+  if (af.retention === undefined) af.retention = copyDuration(bf.retention);
+  if (af.flush_interval === undefined) af.flush_interval = copyDuration(bf.flush_interval);
   if (af.path_postfix_template === '') af.path_postfix_template = bf.path_postfix_template;
   if (a.flags === JournalSpec_Flag.NOT_SPECIFIED) a.flags = b.flags;
   if (a.max_append_rate === 0n) a.max_append_rate = b.max_append_rate;
@@ -438,7 +443,9 @@ export function flattenJournalTree(root: JournalNode): ApplyRequest_Change[] {
     if (!isDirectoryNode(node)) {
       const expect_mod_revision = node.revision ?? 0n;
       if (del === true) changes.push({ expect_mod_revision, upsert: undefined, delete: node.spec.name });
-      else changes.push({ expect_mod_revision, upsert: normalizeJournalSpec(flat.spec), delete: '' });
+      // `flat.spec` is a normalized spec of its own (made for this node and shared with
+      // nothing), so it is the change's spec as it is.
+      else changes.push({ expect_mod_revision, upsert: flat.spec, delete: '' });
       return;
     }
     for (const child of node.children ?? []) {

@@ -145,9 +145,11 @@ export function checkAlphabet(s: string, symbols: string, min: number, max: numb
   return checkAlphabetSlow(s, symbols, min, max);
 }
 
-// ASCII membership table of the last symbol set asked about (callers use one of two constants).
-let tableSymbols = '';
-let table = asciiTable('');
+// ASCII membership tables: one for each symbol set of ours, and one for the last other set.
+const TOKEN_TABLE = asciiTable(TOKEN_SYMBOLS);
+const PATH_TABLE = asciiTable(PATH_SYMBOLS);
+let otherSymbols = '';
+let otherTable = asciiTable('');
 
 function asciiTable(symbols: string): Uint8Array {
   const t = new Uint8Array(128);
@@ -163,11 +165,16 @@ function asciiTable(symbols: string): Uint8Array {
 
 /** Whether `s` is all ASCII and every character is a letter, digit or one of `symbols`. */
 function isAsciiInAlphabet(s: string, symbols: string): boolean {
-  if (symbols !== tableSymbols) {
-    table = asciiTable(symbols);
-    tableSymbols = symbols;
+  let t: Uint8Array;
+  if (symbols === PATH_SYMBOLS) t = PATH_TABLE;
+  else if (symbols === TOKEN_SYMBOLS) t = TOKEN_TABLE;
+  else {
+    if (symbols !== otherSymbols) {
+      otherTable = asciiTable(symbols);
+      otherSymbols = symbols;
+    }
+    t = otherTable;
   }
-  const t = table;
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
     if (c >= 128 || t[c] === 0) return false;
