@@ -91,28 +91,33 @@ export function displayWidth(s: string): number {
 export function renderTable(headers: string[], rows: string[][]): string {
   const titles = headers.map(headerTitle);
   const widths = titles.map((t) => displayWidth(t));
-  // Cell widths are measured once (a listing can have many thousands of rows).
-  const cellWidths = rows.map((r) =>
-    widths.map((_, i) => {
+  const ncol = widths.length;
+  // Cell widths are measured once, into one flat array (a listing can have many thousands of rows).
+  const cellWidths = new Float64Array(rows.length * ncol);
+  for (let ri = 0; ri < rows.length; ri++) {
+    const r = rows[ri]!;
+    for (let i = 0; i < ncol; i++) {
       const w = displayWidth(r[i] ?? '');
+      cellWidths[ri * ncol + i] = w;
       if (w > widths[i]!) widths[i] = w;
-      return w;
-    }),
-  );
+    }
+  }
   const line = (l: string, m: string, r: string) => l + widths.map((w) => '─'.repeat(w + 2)).join(m) + r;
   const centre = (s: string, w: number) => {
     const pad = w - displayWidth(s);
     const left = Math.floor(pad / 2);
     return ' '.repeat(left) + s + ' '.repeat(pad - left);
   };
+  // Padding strings by length, made once each.
+  const pads: string[] = [];
+  const pad = (n: number) => pads[n] ?? (pads[n] = ' '.repeat(n));
   let out = line('┌', '┬', '┐') + '\n';
   out += '│' + titles.map((t, i) => ` ${centre(t, widths[i]!)} `).join('│') + '│\n';
   if (rows.length > 0) out += line('├', '┼', '┤') + '\n';
   for (let ri = 0; ri < rows.length; ri++) {
     const r = rows[ri]!;
-    const cw = cellWidths[ri]!;
     let text = '│';
-    for (let i = 0; i < widths.length; i++) text += ' ' + (r[i] ?? '') + ' '.repeat(widths[i]! - cw[i]!) + ' │';
+    for (let i = 0; i < ncol; i++) text += ' ' + (r[i] ?? '') + pad(widths[i]! - cellWidths[ri * ncol + i]!) + ' │';
     out += text + '\n';
   }
   out += line('└', '┴', '┘') + '\n';

@@ -679,14 +679,13 @@ export class StrictDoc {
     const n = this.deref(node);
     if (n === null || this.isNull(n)) return [];
     if (!isMap(n)) this.fail(n, `${path ? path + ': ' : ''}expected a mapping for ${what}, got ${this.describe(n)}`);
-    const seen = new Set<string>();
     const out: Entry[] = [];
     for (const pair of (n as YAMLMap).items as Pair<YNode | null, YNode | null>[]) {
       const k = this.deref(pair.key);
       if (!k || !isScalar(k)) this.fail(k ?? n, `expected a scalar key in ${what}`);
       const key = this.scalarText(k);
-      if (seen.has(key)) this.fail(k, `duplicate key ${quote(key)} in ${what}`);
-      seen.add(key);
+      // Keys seen so far are those in `out` (a mapping here has a handful of keys at most).
+      for (let i = 0; i < out.length; i++) if (out[i]!.key === key) this.fail(k, `duplicate key ${quote(key)} in ${what}`);
       if (!allowed.includes(key)) this.fail(k, `unknown field ${quote(key)} in ${what}`);
       out.push({ key, keyNode: k, value: pair.value ?? null });
     }
