@@ -262,6 +262,12 @@ export function goStringStyle(s: string): Style {
 // ------------------------------------------------------------------------------------------
 // Writer with libyaml's column/indentation bookkeeping (needed for folding).
 
+// Runs of spaces by length, made once each (indentation is written on every line).
+const SPACES: string[] = [];
+function spaces(n: number): string {
+  return SPACES[n] ?? (SPACES[n] = ' '.repeat(n));
+}
+
 class Writer {
   /** Finished lines (with their line breaks); `line` is the one being written. */
   private readonly lines: string[] = [];
@@ -299,7 +305,7 @@ class Writer {
     if (!this.indention || this.column > indent || (this.column === indent && !this.whitespace)) {
       this.putBreak();
     }
-    if (this.column < indent) this.putText(' '.repeat(indent - this.column), indent - this.column);
+    if (this.column < indent) this.putText(spaces(indent - this.column), indent - this.column);
     this.whitespace = true;
     this.indention = true;
   }

@@ -171,8 +171,11 @@ function compareNames(a: string, b: string): number {
 
 const labelsOf = (s: JournalSpec): Label[] => s.labels?.labels ?? [];
 const fragOf = (s: JournalSpec): JournalSpec_Fragment => s.fragment ?? emptyFragment();
-const storesEq = (a: readonly string[], b: readonly string[]) =>
-  a.length === b.length && a.every((x, i) => x === b[i]);
+function storesEq(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
 
 interface Flat {
   spec: JournalSpec;
@@ -265,7 +268,9 @@ function subtractFrom(a0: Flat, b0: Flat): boolean {
   const bf = fragOf(b);
   let explicitEmptyStores = a0.explicitEmptyStores;
   if (a.replication === b.replication) a.replication = 0;
-  a.labels = { labels: subtract(labelsOf(a), labelsOf(b)) };
+  // An empty label list stays as it is (the result would be another empty list).
+  const al = labelsOf(a);
+  if (al.length !== 0) a.labels = { labels: subtract(al, labelsOf(b)) };
   if (af.length === bf.length) af.length = 0n;
   if (af.compression_codec === bf.compression_codec) af.compression_codec = CompressionCodec.INVALID;
   if (storesEq(af.stores, bf.stores)) {
@@ -707,30 +712,32 @@ function writeDuration(out: GoYamlStream, key: string, d: Duration | undefined, 
 /** Writes the node's mapping entries at column `indent`; `firstOnLine` for the first of them. */
 function writeNode(out: GoYamlStream, node: JournalNode, indent: number, firstOnLine: boolean): void {
   const s = node.spec;
+  // Whether the next key is the node's first one and goes on the current line (after `- `).
   let first = firstOnLine;
-  const key = (k: string) => {
-    out.key(k, indent, first);
-    first = false;
-  };
   if (node.comment) {
-    key('comment');
+    out.key('comment', indent, first);
+    first = false;
     out.scalar(node.comment, indent);
   }
   if (node.delete !== undefined) {
-    key('delete');
+    out.key('delete', indent, first);
+    first = false;
     out.scalar(node.delete, indent);
   }
   if (s.name) {
-    key('name');
+    out.key('name', indent, first);
+    first = false;
     out.scalar(s.name, indent);
   }
   if (s.replication) {
-    key('replication');
+    out.key('replication', indent, first);
+    first = false;
     out.scalar(s.replication, indent);
   }
   const labels = labelsOf(s);
   if (labels.length) {
-    key('labels');
+    out.key('labels', indent, first);
+    first = false;
     for (const l of labels) {
       out.dash(indent);
       out.itemMapping();
@@ -746,23 +753,19 @@ function writeNode(out: GoYamlStream, node: JournalNode, indent: number, firstOn
   }
   const f = fragOf(s);
   if (fragmentHasFields(f)) {
-    key('fragment');
+    out.key('fragment', indent, first);
+    first = false;
     const fi = indent + 2;
-    let ff = false;
-    const fkey = (k: string) => {
-      out.key(k, fi, ff);
-      ff = false;
-    };
     if (f.length !== 0n) {
-      fkey('length');
+      out.key('length', fi, false);
       out.scalar(f.length, fi);
     }
     if (f.compression_codec !== CompressionCodec.INVALID) {
-      fkey('compression_codec');
+      out.key('compression_codec', fi, false);
       out.scalar(CompressionCodec[f.compression_codec] ?? String(f.compression_codec), fi);
     }
     if (f.stores.length) {
-      fkey('stores');
+      out.key('stores', fi, false);
       for (const st of f.stores) {
         out.dash(fi);
         out.scalar(st, fi);
@@ -772,21 +775,24 @@ function writeNode(out: GoYamlStream, node: JournalNode, indent: number, firstOn
     writeDuration(out, 'retention', f.retention, fi);
     writeDuration(out, 'flush_interval', f.flush_interval, fi);
     if (f.path_postfix_template) {
-      fkey('path_postfix_template');
+      out.key('path_postfix_template', fi, false);
       out.scalar(f.path_postfix_template, fi);
     }
   }
   if (s.flags) {
-    key('flags');
+    out.key('flags', indent, first);
+    first = false;
     const v = enumText(JournalSpec_Flag as unknown as Record<number, string>, s.flags);
     out.scalar(v as string | number, indent);
   }
   if (s.max_append_rate !== 0n) {
-    key('max_append_rate');
+    out.key('max_append_rate', indent, first);
+    first = false;
     out.scalar(s.max_append_rate, indent);
   }
   if (s.suspend) {
-    key('suspend');
+    out.key('suspend', indent, first);
+    first = false;
     const level = s.suspend.level;
     const offset = s.suspend.offset;
     if (!level && offset === 0n) out.flow('{}');
@@ -803,11 +809,13 @@ function writeNode(out: GoYamlStream, node: JournalNode, indent: number, firstOn
     }
   }
   if (node.revision !== undefined && node.revision !== 0n) {
-    key('revision');
+    out.key('revision', indent, first);
+    first = false;
     out.scalar(node.revision, indent);
   }
   if (node.children?.length) {
-    key('children');
+    out.key('children', indent, first);
+    first = false;
     for (const c of node.children) {
       out.dash(indent);
       if (!nodeHasFields(c)) out.flow('{}');
