@@ -489,36 +489,42 @@ function sharedPrefix(a: string, b: string): number {
  * Groups name-ordered nodes into directories, most specific first: each round takes the first
  * adjacent pair with the longest shared `/`-prefix, extends it over the following nodes sharing
  * that same prefix length, and replaces that run by a directory of that prefix. (This is the
- * grouping upstream gazctl does; `shared[i]` caches the prefix of nodes i and i+1, so a round
- * recomputes only the two pairs next to the new directory.)
+ * grouping upstream gazctl does.)
+ *
+ * The rounds of one prefix length L are done in a single pass, left to right: a new directory's
+ * pairs with its neighbours share less than L (a longer or equal prefix would have put the
+ * neighbour into the run), so replacing a run leaves the next run of L where it was and leaves L
+ * the longest, exactly as the round-by-round grouping would find them. `shared[i]` is the prefix
+ * of nodes i and i+1; a pass recomputes only the pairs next to its new directories.
  */
 function extractTree(nodes: JournalNode[]): JournalNode {
   if (nodes.length === 0) return { spec: normalizeJournalSpec(undefined) };
-  const list = [...nodes];
-  const shared: number[] = [];
+  let list = nodes;
+  let shared: number[] = [];
   for (let i = 1; i < list.length; i++) shared.push(sharedPrefix(list[i]!.spec.name, list[i - 1]!.spec.name));
   while (list.length > 1) {
-    let beg = 0;
-    let end = 0;
-    let maxLen = -1;
-    for (let i = 1; i < list.length; i++) {
-      const l = shared[i - 1]!;
-      if (l > maxLen) [beg, end, maxLen] = [i - 1, i + 1, l];
-      else if (l === maxLen && i === end) end = i + 1;
+    let L = -1;
+    for (let i = 0; i < shared.length; i++) if (shared[i]! > L) L = shared[i]!;
+    const nextList: JournalNode[] = [];
+    const nextShared: number[] = [];
+    let prevIsDir = false;
+    for (let i = 0; i < list.length; ) {
+      let j = i;
+      while (j < shared.length && shared[j] === L) j++;
+      // list[i..j] is a run of L (when j > i), or list[i] stays as it is.
+      const isDir = j > i;
+      const node: JournalNode = isDir
+        ? { spec: normalizeJournalSpec({ name: list[i]!.spec.name.slice(0, L) }), children: list.slice(i, j + 1) }
+        : list[i]!;
+      if (nextList.length > 0) {
+        nextShared.push(isDir || prevIsDir ? sharedPrefix(node.spec.name, nextList[nextList.length - 1]!.spec.name) : shared[i - 1]!);
+      }
+      nextList.push(node);
+      prevIsDir = isDir;
+      i = j + 1;
     }
-    const dir: JournalNode = {
-      spec: normalizeJournalSpec({ name: list[beg]!.spec.name.slice(0, maxLen) }),
-      children: list.slice(beg, end),
-    };
-    // shared[j] is the pair (list[j], list[j+1]): the pairs touching the run, j in
-    // [beg-1, end-1], give way to the directory's pairs with its neighbours.
-    const repl: number[] = [];
-    if (beg > 0) repl.push(sharedPrefix(dir.spec.name, list[beg - 1]!.spec.name));
-    if (end < list.length) repl.push(sharedPrefix(list[end]!.spec.name, dir.spec.name));
-    const from = Math.max(0, beg - 1);
-    const to = Math.min(end - 1, list.length - 2);
-    shared.splice(from, to - from + 1, ...repl);
-    list.splice(beg, end - beg, dir);
+    list = nextList;
+    shared = nextShared;
   }
   return list[0]!;
 }
