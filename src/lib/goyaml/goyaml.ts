@@ -234,6 +234,12 @@ const LEADING_INDICATORS = '#,[]{}&*!|>\'"%@`';
 
 /** The style yaml.v2 uses for a Go string value in block context. */
 export function goStringStyle(s: string): Style {
+  const st = styleOf(s);
+  return st === 'word' ? 'plain' : st;
+}
+
+/** goStringStyle, telling a plain printable ASCII word (written as it is) from other plain text. */
+function styleOf(s: string): Style | 'word' {
   if (PRINTABLE_ASCII_WORD.test(s)) {
     // No spaces, breaks or special characters (the usual name, label or store): of the analysis
     // only the indicator checks can apply (a lone `?`, `:` or `-`, or a trailing `:`, is followed
@@ -246,7 +252,7 @@ export function goStringStyle(s: string): Style {
       (s.length === 1 && (c === 0x3f || c === 0x3a || c === 0x2d)) ||
       (s.length > 1 && s.charCodeAt(s.length - 1) === 0x3a);
     if (resolvePlain(s) !== 'str' || isBase60Float(s)) return 'double';
-    return indicators ? 'single' : 'plain';
+    return indicators ? 'single' : 'word';
   }
   let style: Style;
   if (s.includes('\n')) style = 'literal';
@@ -455,7 +461,9 @@ class Writer {
   /** Writes a scalar value; `indent` is the indentation of continuation lines. */
   scalar(v: string | number | bigint | boolean, indent: number): void {
     if (typeof v !== 'string') return this.plain(String(v), indent);
-    switch (goStringStyle(v)) {
+    switch (styleOf(v)) {
+      case 'word':
+        return this.word(v);
       case 'plain':
         return this.plain(v, indent);
       case 'single':
