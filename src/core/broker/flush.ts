@@ -53,11 +53,15 @@ export async function serveFlush(b: Broker, res: Local): Promise<FlushResponse> 
   });
 
   if (!rolled.completed) {
+    await replica.allPersisted();
     const last = replica.lastPersisted();
     return FlushResponse.fromPartial({ status: Status.OK, header: res.header, rolled: false, write_head: rolled.head, ...(last ? { fragment: last } : {}) });
   }
-  // Resolves once the fragment is in the store and in our index (persisting retries until then).
+  // Resolves once the fragment is in the store and in our index (persisting retries until then),
+  // and so are the spools closed before it (rolled on length or interval, still uploading), so
+  // that everything before the write head is stored when we answer.
   const stored = await replica.persisted(rolled.completed);
+  await replica.allPersisted();
   b.log.debug('flushed spool', { journal: res.spec.name, begin: rolled.completed.fragment.begin, end: rolled.completed.fragment.end, store: stored?.backing_store ?? '' });
   return FlushResponse.fromPartial({
     status: Status.OK,

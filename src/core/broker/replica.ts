@@ -44,6 +44,8 @@ export class Replica {
   private refreshing: Promise<void> | undefined;
   /** Each closed spool's persisting, settled once it is in a store and in the index (flush waits on it). */
   private readonly persisting = new WeakMap<LocalFragment, Promise<Fragment | undefined>>();
+  /** Persisting not settled yet, of every spool this replica closed. */
+  private readonly inFlight = new Set<Promise<Fragment | undefined>>();
 
   constructor(
     spec: JournalSpec,
@@ -159,6 +161,16 @@ export class Replica {
     return this.persisting.get(lf) ?? Promise.resolve(undefined);
   }
 
+  /**
+   * Settles when every spool closed so far is stored (or failed for good: then it rejects with
+   * the first failure).
+   */
+  async allPersisted(): Promise<void> {
+    const out = await Promise.allSettled([...this.inFlight]);
+    const bad = out.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+    if (bad) throw bad.reason;
+  }
+
   /** The last fragment of the index that is in a store, if any. */
   lastPersisted(): Fragment | undefined {
     const all = this.index.fragments();
@@ -176,11 +188,15 @@ export class Replica {
       return f;
     });
     this.persisting.set(lf, done);
+    this.inFlight.add(done);
     done
       .catch((e: unknown) => {
         if (!this.stop.signal.aborted) this.deps.log.warn('persisting a fragment failed', { journal: this.name, err: (e as Error).message });
       })
-      .finally(() => this.unpersisted--);
+      .finally(() => {
+        this.unpersisted--;
+        this.inFlight.delete(done);
+      });
   }
 
   /**

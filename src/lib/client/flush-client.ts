@@ -27,7 +27,7 @@ export class FlushUnsupportedError extends GazctlError {
     readonly detail: string,
     options?: { cause?: unknown },
   ) {
-    super(`flushing ${journal}: the broker lacks on-demand flush (${detail}); upstream brokers persist spools only on their fragment.flush_interval`, options);
+    super(`flushing ${journal}: the broker lacks on-demand flush (${detail}); set the journals' fragment.flush_interval to have spools persisted on a schedule instead`, options);
   }
 }
 
