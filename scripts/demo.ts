@@ -62,6 +62,7 @@ try {
   for (let i = 0; i < 1000; i++) lines.push(`user-${i % 37}`, JSON.stringify({ user: `user-${i % 37}`, click: i }));
   gazctl(['journals', 'append', '-l', 'name:prefix=demo/clicks/', '--framing', 'lines', '--mapping', 'rendezvous'], env, lines.join('\n') + '\n');
   gazctl(['journals', 'append', '-l', 'name=demo/orders'], env, '{"order":1}\n{"order":2}\n');
+  if (cluster.impl.name === 'ts') gazctl(['journals', 'flush', '-l', 'app=demo'], env); // on-demand flush: our brokers only
 
   const out = gazctl(['journals', 'read', '-l', 'name:prefix=demo/clicks/', '-o', join(dir, 'clicks.ndjson'), '--offsets-out', join(dir, 'offsets.json')], env);
   void out;

@@ -23,6 +23,7 @@ import { ReplicaSet } from './replicas.js';
 import { Resolver } from './resolver.js';
 import { startServer } from './server.js';
 import { journalService } from './service.js';
+import { flushService } from './flush.js';
 import { ClusterView } from './view.js';
 
 async function retrying<T>(log: Logger, what: string, fn: () => Promise<T>, stop: AbortSignal): Promise<T> {
@@ -62,6 +63,7 @@ export async function serve(config: ServeConfig): Promise<number> {
     host: config.host,
     port: config.port,
     journal: journalService(b),
+    flush: flushService(b),
     metrics,
     ready: () => started && b.member.registered && !b.member.exiting,
     maxRecvBytes: config.maxGrpcRecvSize || 4 << 20,

@@ -2,9 +2,11 @@
 
 import { credentials } from '@grpc/grpc-js';
 import { JournalClient } from '../../lib/protocol/gen/broker/protocol.js';
+import { FlushClient } from '../../lib/protocol/gen/gazctl/flush.js';
 
 export class Peers {
   private readonly clients = new Map<string, JournalClient>();
+  private readonly flushClients = new Map<string, FlushClient>();
 
   constructor(private readonly maxMessageBytes = 16 << 20) {}
 
@@ -24,8 +26,20 @@ export class Peers {
     return c;
   }
 
+  /** The on-demand flush service of `endpoint`, on the same channel as its Journal client. */
+  flush(endpoint: string): FlushClient {
+    let c = this.flushClients.get(endpoint);
+    if (!c) {
+      const j = this.client(endpoint);
+      c = new FlushClient(new URL(endpoint).host, credentials.createInsecure(), { channelOverride: j.getChannel() });
+      this.flushClients.set(endpoint, c);
+    }
+    return c;
+  }
+
   close(): void {
     for (const c of this.clients.values()) c.close();
     this.clients.clear();
+    this.flushClients.clear();
   }
 }

@@ -9,6 +9,7 @@
 
 import { Status, type Fragment, type JournalSpec } from '../../lib/protocol/gen/broker/protocol.js';
 import { durationToNanos } from '../../lib/protocol/duration.js';
+import { zeroSum } from '../../lib/protocol/fragment.js';
 import type { FragmentStore } from '../../lib/stores/index.js';
 import { FragmentIndex, runIndexRefresh, walkAllStores } from '../fragment/fragment-index.js';
 import type { Persister } from '../fragment/persister.js';
@@ -41,6 +42,10 @@ export class Replica {
   private readonly stop = new AbortController();
   private lastRefresh = 0;
   private refreshing: Promise<void> | undefined;
+  /** Each closed spool's persisting, settled once it is in a store and in the index (flush waits on it). */
+  private readonly persisting = new WeakMap<LocalFragment, Promise<Fragment | undefined>>();
+  /** Persisting not settled yet, of every spool this replica closed. */
+  private readonly inFlight = new Set<Promise<Fragment | undefined>>();
 
   constructor(
     spec: JournalSpec,
@@ -52,7 +57,7 @@ export class Replica {
       ...(deps.spoolDir ? { dir: deps.spoolDir } : {}),
       observer: {
         onCommit: (lf) => this.index.spoolCommit(lf),
-        onComplete: (lf) => void this.persist(lf),
+        onComplete: (lf) => this.persist(lf),
       },
     });
     void runIndexRefresh(this.index, {
@@ -133,19 +138,65 @@ export class Replica {
     return nextProposal(this.spool, spec, rollToOffset !== undefined && rollToOffset !== this.spool.end ? { rollToOffset } : {});
   }
 
-  private async persist(lf: LocalFragment): Promise<void> {
+  /**
+   * The primary's proposal for an on-demand flush: an empty fragment at the spool's end (with
+   * the spec's codec) when the spool holds content, else the spool's own fragment or the roll
+   * the spec asks for anyway (a codec change).
+   */
+  flushProposal(): Fragment {
+    const spec = this.spec.fragment;
+    if (!spec) {
+      const f = this.spool.fragment;
+      return f.begin === f.end ? f : { ...f, begin: f.end, sum: zeroSum() };
+    }
+    return nextProposal(this.spool, spec, { flush: true });
+  }
+
+  /**
+   * Settles when the closed spool `lf` is in a store and in the index: with the stored fragment,
+   * or undefined when the journal has no store (or `lf` was never handed to the persister).
+   * Rejects when persisting fails for good (a bad path template, or the journal left).
+   */
+  persisted(lf: LocalFragment): Promise<Fragment | undefined> {
+    return this.persisting.get(lf) ?? Promise.resolve(undefined);
+  }
+
+  /**
+   * Settles when every spool closed so far is stored (or failed for good: then it rejects with
+   * the first failure).
+   */
+  async allPersisted(): Promise<void> {
+    const out = await Promise.allSettled([...this.inFlight]);
+    const bad = out.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+    if (bad) throw bad.reason;
+  }
+
+  /** The last fragment of the index that is in a store, if any. */
+  lastPersisted(): Fragment | undefined {
+    const all = this.index.fragments();
+    for (let i = all.length - 1; i >= 0; i--) if (all[i]!.backing_store !== '') return all[i];
+    return undefined;
+  }
+
+  private persist(lf: LocalFragment): void {
     this.unpersisted++;
-    try {
-      const f = await this.deps.persister.persist(lf, this.effectiveSpec(), { signal: this.stop.signal });
+    const done = this.deps.persister.persist(lf, this.effectiveSpec(), { signal: this.stop.signal }).then((f) => {
       if (f) {
         this.index.addRemote(f);
         this.deps.onPersisted?.(f);
       }
-    } catch (e) {
-      if (!this.stop.signal.aborted) this.deps.log.warn('persisting a fragment failed', { journal: this.name, err: (e as Error).message });
-    } finally {
-      this.unpersisted--;
-    }
+      return f;
+    });
+    this.persisting.set(lf, done);
+    this.inFlight.add(done);
+    done
+      .catch((e: unknown) => {
+        if (!this.stop.signal.aborted) this.deps.log.warn('persisting a fragment failed', { journal: this.name, err: (e as Error).message });
+      })
+      .finally(() => {
+        this.unpersisted--;
+        this.inFlight.delete(done);
+      });
   }
 
   /**

@@ -7,6 +7,7 @@ import { Duplex } from 'node:stream';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import { Server as GrpcServer, ServerCredentials } from '@grpc/grpc-js';
 import { JournalService, type JournalServer } from '../../lib/protocol/gen/broker/protocol.js';
+import { FlushService, type FlushServer } from '../../lib/protocol/gen/gazctl/flush.js';
 import type { Metrics } from './metrics.js';
 
 /**
@@ -60,6 +61,8 @@ export async function startServer(opts: {
   host: string;
   port: number;
   journal: JournalServer;
+  /** Our on-demand flush service (gazctl.flush.Flush), beside protocol.Journal. */
+  flush?: FlushServer;
   metrics: Metrics;
   ready: () => boolean;
   maxRecvBytes: number;
@@ -70,6 +73,7 @@ export async function startServer(opts: {
     'grpc.keepalive_permit_without_calls': 1,
   });
   grpc.addService(JournalService, opts.journal);
+  if (opts.flush) grpc.addService(FlushService, opts.flush);
   const injector = grpc.createConnectionInjector(ServerCredentials.createInsecure());
 
   const http = createHttpServer((req: IncomingMessage, res: ServerResponse) => {
