@@ -2,12 +2,13 @@
 // through the file store, rooted at a local directory) and decompress it according to its codec.
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { open as openFile, type FileHandle } from 'node:fs/promises';
 import { pipeline, type Readable } from 'node:stream';
 import * as zlib from 'node:zlib';
 import { CompressionCodec } from '../protocol/gen/broker/protocol.js';
 import { GazctlError } from '../protocol/errors.js';
 import { canDecode, CHUNK, decompressor } from '../codecs/index.js';
-import { openFileURL } from '../stores/file.js';
+import { FileStore, openFileURL } from '../stores/file.js';
 import { StoreError } from '../stores/store.js';
 
 /** A direct fragment read failed (HTTP status, I/O, corrupt or mis-sized content). */
@@ -130,4 +131,183 @@ export function decodeFragmentStream(raw: Readable, codec: CompressionCodec, tra
     if (err && !last.destroyed) last.destroy(err);
   });
   return last;
+}
+
+// ---- pull sources: the fast path of parallel direct reads ----------------------------------------
+//
+// A direct read spends its time moving bytes; every stream stage a chunk passes through costs the
+// main thread a few event-loop turns. A FragmentSource hands out decompressed content one large
+// piece at a time, on demand:
+//   * a NONE (or offloaded-gzip served raw) object in a file store is read with positioned reads
+//     of up to READ_CHUNK bytes straight into fresh buffers, so each piece is one thread-pool read;
+//   * a GZIP object in a file store whose content is small enough (WHOLE_MAX) is read whole and
+//     inflated with one asynchronous zlib call, which runs on libuv's thread pool: several such
+//     fragments decompress at once off the main thread, and each comes out as one buffer;
+//   * anything else (HTTP, a store client's stream, other codecs, bigger objects) goes through the
+//     stream decoders, with large chunks.
+
+/** Bytes asked for by each read of an uncompressed file. */
+export const READ_CHUNK = 4 << 20;
+/** Largest content (and stored object) of a file-store GZIP fragment inflated in one call. */
+export const WHOLE_MAX = 16 << 20;
+
+/** Decompressed content of one fragment object, a piece at a time. */
+export interface FragmentSource {
+  /** Content bytes skipped at the front without being read (see OpenFragmentOptions.skip). */
+  readonly skipped: bigint;
+  /** The next piece of content, or null at the end of the object. */
+  next(): Promise<Buffer | null>;
+  /** Releases the object; an unfinished next() settles first where it cannot be interrupted. */
+  close(): void;
+}
+
+export interface SourceOptions extends OpenFragmentOptions {
+  /** Bytes the fragment holds (end - begin): sizes reads and the one-call inflate. */
+  length: bigint;
+}
+
+/** A source over a stream of decompressed content. */
+class StreamSource implements FragmentSource {
+  private readonly it: AsyncIterator<Buffer>;
+  constructor(
+    private readonly stream: Readable,
+    readonly skipped: bigint,
+    signal?: AbortSignal,
+  ) {
+    this.it = (stream as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+    if (signal) {
+      const onAbort = () => stream.destroy();
+      signal.addEventListener('abort', onAbort, { once: true });
+      stream.once('close', () => signal.removeEventListener('abort', onAbort));
+    }
+  }
+  async next(): Promise<Buffer | null> {
+    const r = await this.it.next();
+    return r.done ? null : r.value;
+  }
+  close(): void {
+    this.stream.destroy();
+  }
+}
+
+/** Positioned reads of an uncompressed file, `left` bytes expected (then one probe for more). */
+class FileSource implements FragmentSource {
+  private closed = false;
+  constructor(
+    private readonly fh: FileHandle,
+    private pos: number,
+    private left: number,
+    readonly skipped: bigint,
+  ) {}
+  async next(): Promise<Buffer | null> {
+    if (this.closed) return null;
+    // Past the expected length, one byte tells whether the file holds more than it should.
+    const n = this.left > 0 ? Math.min(READ_CHUNK, this.left) : 1;
+    const buf = Buffer.allocUnsafeSlow(n);
+    const { bytesRead } = await this.fh.read(buf, 0, n, this.pos);
+    if (bytesRead === 0) return null;
+    this.pos += bytesRead;
+    this.left = Math.max(0, this.left - bytesRead);
+    return bytesRead < n ? buf.subarray(0, bytesRead) : buf;
+  }
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    // A FileHandle closes only after its reads in flight have settled.
+    this.fh.close().catch(() => {});
+  }
+}
+
+/** A file-store GZIP object inflated in one call: its whole content as one piece. */
+class WholeGzipSource implements FragmentSource {
+  readonly skipped = 0n;
+  private state: 'new' | 'busy' | 'done' = 'new';
+  constructor(
+    private readonly fh: FileHandle,
+    private readonly size: number,
+    private readonly length: number,
+  ) {}
+  async next(): Promise<Buffer | null> {
+    if (this.state !== 'new') return null;
+    this.state = 'busy';
+    try {
+      return await inflateWhole(await readFully(this.fh, this.size), this.length);
+    } finally {
+      this.state = 'done';
+      await this.fh.close().catch(() => {});
+    }
+  }
+  close(): void {
+    if (this.state !== 'new') return; // next() closes the file when it settles
+    this.state = 'done';
+    this.fh.close().catch(() => {});
+  }
+}
+
+function inflateWhole(stored: Buffer, length: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    // One output chunk big enough for the whole content (and a byte more, so content longer than
+    // the fragment still shows as such), so zlib hands back a single buffer without copying.
+    zlib.gunzip(stored, { chunkSize: Math.max(64 * 1024, length + 1) }, (err, out) => (err ? reject(err) : resolve(out)));
+  });
+}
+
+async function readFully(fh: FileHandle, size: number): Promise<Buffer> {
+  const buf = Buffer.allocUnsafeSlow(size);
+  let at = 0;
+  while (at < size) {
+    const { bytesRead } = await fh.read(buf, at, size - at, at);
+    if (bytesRead === 0) break;
+    at += bytesRead;
+  }
+  return at < size ? buf.subarray(0, at) : buf;
+}
+
+/**
+ * Opens the decompressed content of a fragment as a pull source: `url` (a signed URL, or file://
+ * under `fileRoot`), or `open` (a store client's stream of the stored bytes) when given.
+ */
+export async function openFragmentSource(
+  target: { url?: string; open?: () => Promise<Readable>; what: string },
+  codec: CompressionCodec,
+  opts: SourceOptions,
+): Promise<FragmentSource> {
+  if (target.open) return new StreamSource(await openFragmentFrom(target.open, codec, target.what), 0n, opts.signal);
+  const url = target.url ?? '';
+  let u: URL | undefined;
+  try {
+    u = new URL(url);
+  } catch {
+    /* openFragment reports it */
+  }
+  const raw = codec === CompressionCodec.NONE;
+  const gzip = codec === CompressionCodec.GZIP || codec === CompressionCodec.GZIP_OFFLOAD_DECOMPRESSION;
+  if (u?.protocol !== 'file:' || !opts.fileRoot || !(raw || gzip)) {
+    const o = await openFragment(url, codec, opts);
+    return new StreamSource(o.stream, o.skipped, opts.signal);
+  }
+  if (opts.signal?.aborted) throw new DirectReadError(`reading fragment ${url}: aborted`);
+  let fh: FileHandle;
+  try {
+    const path = new FileStore('file:///', { root: opts.fileRoot }).localPath(decodeURIComponent(u.pathname).replace(/^\/+/, ''));
+    fh = await openFile(path, 'r');
+  } catch (e) {
+    // Report the file system's own words (ENOENT …), as a read of the file would.
+    const why = e instanceof StoreError && e.cause instanceof Error ? e.cause : (e as Error);
+    throw new DirectReadError(`reading fragment ${url}: ${why.message}`, { cause: e });
+  }
+  const length = Number(opts.length);
+  if (raw) {
+    const skip = opts.skip && opts.skip > 0n && opts.skip <= opts.length ? Number(opts.skip) : 0;
+    return new FileSource(fh, skip, length - skip, BigInt(skip));
+  }
+  try {
+    const size = (await fh.stat()).size;
+    if (length <= WHOLE_MAX && size <= WHOLE_MAX) return new WholeGzipSource(fh, size, length);
+  } catch (e) {
+    await fh.close().catch(() => {});
+    throw new DirectReadError(`reading fragment ${url}: ${(e as Error).message}`, { cause: e });
+  }
+  const stream = fh.createReadStream({ highWaterMark: READ_CHUNK });
+  return new StreamSource(decodeFragmentStream(stream, codec, codec === CompressionCodec.GZIP_OFFLOAD_DECOMPRESSION), 0n, opts.signal);
 }

@@ -17,7 +17,7 @@
 import { availableParallelism } from 'node:os';
 import type { Readable } from 'node:stream';
 import type { Fragment } from '../protocol/gen/broker/protocol.js';
-import { DirectReadError, openFragment, openFragmentFrom } from './fragment-fetch.js';
+import { DirectReadError, openFragmentSource } from './fragment-fetch.js';
 
 /** One fragment of a run, and how to get its stored bytes. */
 export interface RunItem {
@@ -115,20 +115,27 @@ export async function* readFragmentRun(items: RunItem[], opts: FragmentRunOption
     const want0 = i === 0 ? from : f.begin;
     const end = f.end < stopAt ? f.end : stopAt;
     const what = url ?? `${f.journal} [${f.begin}, ${f.end})`;
-    let stream: Readable;
-    let pos: bigint;
-    if (open) {
-      stream = await openFragmentFrom(open, f.compression_codec, what);
-      pos = f.begin;
-    } else {
-      const o = await openFragment(url ?? '', f.compression_codec, { fileRoot: opts.fileRoot, signal: t.ac.signal, skip: want0 - f.begin });
-      stream = o.stream;
-      pos = f.begin + o.skipped;
-    }
-    const onAbort = () => stream.destroy();
-    t.ac.signal.addEventListener('abort', onAbort, { once: true });
+    // Fragments ahead of the head wait for room before they read at all: a piece may be large.
+    const room = async () => {
+      while (!t.ac.signal.aborted && (t.queued >= budget || (head !== i && buffered >= budget))) {
+        await new Promise<void>((r) => roomWaiters.push(r));
+      }
+    };
+    await room();
+    if (t.ac.signal.aborted) return;
+    const src = await openFragmentSource({ url, open, what }, f.compression_codec, {
+      fileRoot: opts.fileRoot,
+      signal: t.ac.signal,
+      skip: want0 - f.begin,
+      length: f.end - f.begin,
+    });
+    let pos = f.begin + src.skipped;
     try {
-      for await (const piece of stream as AsyncIterable<Buffer>) {
+      for (;;) {
+        await room();
+        if (t.ac.signal.aborted) return;
+        const piece = await src.next();
+        if (piece === null) break;
         if (t.ac.signal.aborted) return;
         let b = piece;
         const next = pos + BigInt(b.length);
@@ -151,13 +158,9 @@ export async function* readFragmentRun(items: RunItem[], opts: FragmentRunOption
           t.wake?.();
         }
         if (pos >= end && end < f.end) return; // stopAt reached inside this fragment
-        while (!t.ac.signal.aborted && (t.queued >= budget || (head !== i && buffered >= budget))) {
-          await new Promise<void>((r) => roomWaiters.push(r));
-        }
       }
     } finally {
-      t.ac.signal.removeEventListener('abort', onAbort);
-      stream.destroy();
+      src.close();
     }
     if (t.ac.signal.aborted) return;
     if (pos !== f.end) throw new DirectReadError(`unexpected EOF reading fragment ${what}: ended at ${pos}, expected ${f.end}`);
@@ -165,10 +168,7 @@ export async function* readFragmentRun(items: RunItem[], opts: FragmentRunOption
 
   const start = (i: number) => {
     const t: Task = { queue: [], queued: 0, done: false, ac: new AbortController() };
-    if (opts.signal) {
-      if (opts.signal.aborted) t.ac.abort();
-      else opts.signal.addEventListener('abort', () => t.ac.abort(), { once: true, signal: t.ac.signal });
-    }
+    if (opts.signal?.aborted) t.ac.abort();
     tasks[i] = t;
     run(i, t).then(
       () => {
@@ -183,6 +183,13 @@ export async function* readFragmentRun(items: RunItem[], opts: FragmentRunOption
     );
   };
 
+  // One listener on the caller's signal for the whole run (not one per fragment: a long run
+  // would pile them up) cancels whatever is open.
+  const onAbort = () => {
+    for (const t of tasks) t?.ac.abort();
+    wakeRoom();
+  };
+  opts.signal?.addEventListener('abort', onAbort, { once: true });
   let offset = from;
   try {
     for (let i = 0; i < items.length && offset < stopAt; i++) {
@@ -220,6 +227,7 @@ export async function* readFragmentRun(items: RunItem[], opts: FragmentRunOption
       tasks[i] = undefined as unknown as Task; // let its buffers go
     }
   } finally {
+    opts.signal?.removeEventListener('abort', onAbort);
     for (const t of tasks) t?.ac.abort();
     wakeRoom();
   }

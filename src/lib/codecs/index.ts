@@ -16,8 +16,11 @@ export { ZstdFrameEncoder, ZSTD_BLOCK_MAX } from './zstd-encode.js';
 export { Xxh64, xxh64 } from './xxh64.js';
 export { compressor, compressBuffer, canEncode, compressesFor } from './compress.js';
 
-/** Output chunk size of the decompressors. */
-export const CHUNK = 256 * 1024;
+/**
+ * Output chunk size of the decompressors: large, since each chunk costs the consumer a few
+ * event-loop turns whatever its size, while memory per open decoder stays about one chunk.
+ */
+export const CHUNK = 1024 * 1024;
 
 type ZstdFactory = (opts?: { chunkSize?: number }) => NodeJS.ReadWriteStream;
 
