@@ -74,6 +74,25 @@ export const DEFAULT_RUN_BUDGET = 64 * 1024 * 1024;
 
 const EMPTY = new Uint8Array(0);
 
+/**
+ * Queued pieces smaller than MERGE_BELOW are handed out together with the ones queued behind
+ * them, up to MERGE_MAX bytes in one buffer: a store that serves small pieces (an HTTP response
+ * arrives in 16-64 KiB reads) then costs the consumer one step per MiB instead of one per piece,
+ * for one memory copy. A consumer that keeps up gets the pieces as they come.
+ */
+const MERGE_BELOW = 256 * 1024;
+const MERGE_MAX = 1024 * 1024;
+
+function take(t: Task): Buffer | undefined {
+  const q = t.queue;
+  if (q.length <= 1 || q[0]!.length >= MERGE_BELOW) return q.shift();
+  let n = 0;
+  let k = 0;
+  while (k < q.length && n + q[k]!.length <= MERGE_MAX) n += q[k++]!.length;
+  if (k <= 1) return q.shift();
+  return Buffer.concat(q.splice(0, k), n);
+}
+
 interface Task {
   queue: Buffer[];
   queued: number;
@@ -128,6 +147,7 @@ export async function* readFragmentRun(items: RunItem[], opts: FragmentRunOption
       signal: t.ac.signal,
       skip: want0 - f.begin,
       length: f.end - f.begin,
+      wholeMax: budget,
     });
     let pos = f.begin + src.skipped;
     try {
@@ -203,7 +223,7 @@ export async function* readFragmentRun(items: RunItem[], opts: FragmentRunOption
       yield { index: i, fragment: f, offset, content: EMPTY };
       for (;;) {
         if (opts.signal?.aborted) return;
-        const b = t.queue.shift();
+        const b = take(t);
         if (b) {
           t.queued -= b.length;
           buffered -= b.length;

@@ -7,7 +7,7 @@ import { Status, type Fragment, type FragmentsResponse__Fragment, type ReadReque
 import { fragmentContentPath } from '../protocol/fragment.js';
 import type { FragmentStore } from '../stores/store.js';
 import { BrokerStatusError, GazctlError, TransportError } from '../protocol/errors.js';
-import { DirectReadError, DirectReadUnsupportedError, openFragment } from './fragment-fetch.js';
+import { DirectReadError, DirectReadUnsupportedError, openFragmentSource } from './fragment-fetch.js';
 import { DEFAULT_RUN_BUDGET, DEFAULT_RUN_CONCURRENCY, FragmentRunError, readFragmentRun, type RunItem } from './parallel-fetch.js';
 import { backoff, grpcCode, isTransientBrokerStatus, isTransientStreamCode, sleep } from './retry.js';
 import { describeGrpcError } from './rpc.js';
@@ -406,15 +406,16 @@ export class Reader implements AsyncIterable<ReadChunk> {
       throw new DirectReadError(`offset ${this.offset} is outside fragment [${fragment.begin}, ${end})`);
     }
     const stopAt = this.req.end_offset > 0n && this.req.end_offset < end ? this.req.end_offset : end;
-    const { stream, skipped } = await openFragment(url, fragment.compression_codec, {
+    const src = await openFragmentSource({ url, what: url }, fragment.compression_codec, {
       fileRoot: this.opts.fileRoot ?? this.transport.fileRoot,
       signal: this.opts.signal,
       skip: this.offset - fragment.begin,
+      length: end - fragment.begin,
     });
-    let pos = fragment.begin + skipped;
+    let pos = fragment.begin + src.skipped;
     let toSkip = Number(this.offset - pos);
     try {
-      for await (const piece of stream as AsyncIterable<Buffer>) {
+      for (let piece = await src.next(); piece !== null; piece = await src.next()) {
         let b = piece;
         if (toSkip > 0) {
           if (b.length <= toSkip) {
@@ -441,7 +442,7 @@ export class Reader implements AsyncIterable<ReadChunk> {
       if (err instanceof DirectReadError) throw err;
       throw new DirectReadError(`reading fragment ${url}: ${(err as Error).message}`, { cause: err });
     } finally {
-      stream.destroy();
+      src.close();
     }
     if (pos !== end) {
       throw new DirectReadError(`unexpected EOF reading fragment ${url}: ended at ${pos}, expected ${end}`);
