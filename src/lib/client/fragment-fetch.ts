@@ -138,13 +138,14 @@ export function decodeFragmentStream(raw: Readable, codec: CompressionCodec, tra
 // A direct read spends its time moving bytes; every stream stage a chunk passes through costs the
 // main thread a few event-loop turns. A FragmentSource hands out decompressed content one large
 // piece at a time, on demand:
-//   * a NONE (or offloaded-gzip served raw) object in a file store is read with positioned reads
+//   * a NONE object in a file store is read with positioned reads
 //     of up to READ_CHUNK bytes straight into fresh buffers, so each piece is one thread-pool read;
 //   * a GZIP object (in a file store, or behind a signed HTTP URL) whose content is small enough
-//     (WHOLE_MAX, and the caller's byte budget) is read whole and inflated with one asynchronous
-//     zlib call, which runs on libuv's thread pool: several such fragments decompress at once off
-//     the main thread, and each comes out as one buffer (measured: clearly faster than a gunzip
-//     stream, whose small readable buffer makes every output chunk wait for the main thread);
+//     (WHOLE_MAX, and the caller's byte budget) is read whole and inflated in one go, by a
+//     zlib stream whose buffer holds the whole content: inflating runs on libuv's thread pool
+//     without waiting for the main thread between chunks, so several such fragments decompress at
+//     once (measured: clearly faster than piping the file through a gunzip stream, whose small
+//     readable buffer makes every output chunk wait for the consumer);
 //   * anything else (HTTP, a store client's stream, other codecs, bigger objects) goes through the
 //     stream decoders, with large chunks.
 
@@ -154,7 +155,7 @@ export function decodeFragmentStream(raw: Readable, codec: CompressionCodec, tra
  * made reading 512 MiB from the page cache two to three times slower.
  */
 export const READ_CHUNK = 1 << 20;
-/** Largest content (and stored object) of a file-store GZIP fragment inflated in one call. */
+/** Largest content (and stored object) of a GZIP fragment inflated in one go. */
 export const WHOLE_MAX = 16 << 20;
 
 /** Decompressed content of one fragment object, a piece at a time. */
@@ -170,7 +171,7 @@ export interface FragmentSource {
 export interface SourceOptions extends OpenFragmentOptions {
   /** Bytes the fragment holds (end - begin): sizes reads and the one-call inflate. */
   length: bigint;
-  /** Largest content inflated in one call (default and at most WHOLE_MAX); larger is streamed. */
+  /** Largest content inflated in one go (default and at most WHOLE_MAX); larger is streamed. */
   wholeMax?: number;
 }
 
@@ -229,20 +230,24 @@ class FileSource implements FragmentSource {
   }
 }
 
-/** A GZIP object loaded whole (from a file, or an HTTP body) and inflated in one call. */
+/** A GZIP object loaded whole (from a file, or an HTTP body) and inflated in one go. */
 class WholeGzipSource implements FragmentSource {
   readonly skipped = 0n;
   private state: 'new' | 'busy' | 'done' = 'new';
+  /** Inflated content not handed out yet. */
+  private pieces: Buffer[] = [];
   constructor(
     private readonly load: () => Promise<Buffer>,
     private readonly release: () => void,
     private readonly length: number,
   ) {}
   async next(): Promise<Buffer | null> {
+    if (this.pieces.length > 0) return this.pieces.shift()!;
     if (this.state !== 'new') return null;
     this.state = 'busy';
     try {
-      return await inflateWhole(await this.load(), this.length);
+      this.pieces = await inflatePieces(await this.load(), this.length);
+      return this.pieces.shift() ?? null;
     } finally {
       this.state = 'done';
       this.release();
@@ -267,11 +272,21 @@ async function readBody(res: IncomingMessage, size: number): Promise<Buffer> {
   return parts.length === 1 ? parts[0]! : Buffer.concat(parts, n);
 }
 
-function inflateWhole(stored: Buffer, length: number): Promise<Buffer> {
+/**
+ * Inflates a whole gzip object (multi-member included) off the main thread, into CHUNK-sized
+ * pieces: buffers of that size are recycled by the allocator, where one buffer of the whole
+ * content would be mapped afresh for every fragment (measured: less system time and some 25 MiB
+ * less peak RSS on the benchmark). The stream's buffer is made big enough for the whole content,
+ * so zlib never waits for the main thread between chunks.
+ */
+function inflatePieces(stored: Buffer, length: number): Promise<Buffer[]> {
   return new Promise((resolve, reject) => {
-    // One output chunk big enough for the whole content (and a byte more, so content longer than
-    // the fragment still shows as such), so zlib hands back a single buffer without copying.
-    zlib.gunzip(stored, { chunkSize: Math.max(64 * 1024, length + 1) }, (err, out) => (err ? reject(err) : resolve(out)));
+    const g = zlib.createGunzip({ chunkSize: CHUNK, highWaterMark: length + CHUNK } as zlib.ZlibOptions);
+    const out: Buffer[] = [];
+    g.on('data', (c: Buffer) => out.push(c));
+    g.on('error', reject);
+    g.on('end', () => resolve(out));
+    g.end(stored);
   });
 }
 
