@@ -139,12 +139,11 @@ export async function* readFragmentRun(items: RunItem[], opts: FragmentRunOption
     const end = f.end < stopAt ? f.end : stopAt;
     const what = url ?? `${f.journal} [${f.begin}, ${f.end})`;
     // Fragments ahead of the head wait for room before they read at all: a piece may be large.
+    const full = () => !t.ac.signal.aborted && (t.queued >= budget || (head !== i && buffered >= budget));
     const room = async () => {
-      while (!t.ac.signal.aborted && (t.queued >= budget || (head !== i && buffered >= budget))) {
-        await new Promise<void>((r) => roomWaiters.push(r));
-      }
+      while (full()) await new Promise<void>((r) => roomWaiters.push(r));
     };
-    await room();
+    if (full()) await room();
     if (t.ac.signal.aborted) return;
     const src = await openFragmentSource({ url, open, what }, f.compression_codec, {
       fileRoot: opts.fileRoot,
@@ -156,7 +155,7 @@ export async function* readFragmentRun(items: RunItem[], opts: FragmentRunOption
     let pos = f.begin + src.skipped;
     try {
       for (;;) {
-        await room();
+        if (full()) await room();
         if (t.ac.signal.aborted) return;
         const piece = await src.next();
         if (piece === null) break;

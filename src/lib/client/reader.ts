@@ -411,6 +411,7 @@ export class Reader implements AsyncIterable<ReadChunk> {
       signal: this.opts.signal,
       skip: this.offset - fragment.begin,
       length: end - fragment.begin,
+      wholeMax: this.opts.bufferBytes ?? DEFAULT_RUN_BUDGET,
     });
     let pos = fragment.begin + src.skipped;
     let toSkip = Number(this.offset - pos);
