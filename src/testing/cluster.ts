@@ -49,6 +49,12 @@ export interface StartClusterOptions {
    * then the first entry unless given.
    */
   brokerImpls?: BrokerImpl[];
+  /**
+   * Start the brokers one at a time, each once the one before has announced itself in etcd, so
+   * broker 0 holds the oldest member key: the allocating member on Gazette (the member key of
+   * the lowest create revision allocates). Default false: all at once.
+   */
+  ordered?: boolean;
   /** Which etcd to run (default: `GAZCTL_TEST_ETCD`, else the peers' etcd; see `EtcdServer`). */
   etcd?: EtcdServer;
   /** Zone of every broker (default `local`). */
@@ -297,21 +303,33 @@ export async function startCluster(o: StartClusterOptions = {}): Promise<Cluster
   }
   const cluster = new LocalCluster(etcd, impl, impls, tempDir, fileRoot, etcdPrefix, zone, keepTemp);
   try {
-    await Promise.all(
-      Array.from({ length: n }, (_, i) =>
-        cluster.launch(i, {
-          id: `broker-${i}`,
-          zone,
-          port: ports[2 + i]!,
-          etcdEndpoint: etcd.endpoint,
-          etcdPrefix,
-          fileRoot,
-          logDir,
-          extraArgs: o.brokerArgs,
-          env: o.brokerEnv,
-        }),
-      ),
-    );
+    const launch = (i: number) =>
+      cluster.launch(i, {
+        id: `broker-${i}`,
+        zone,
+        port: ports[2 + i]!,
+        etcdEndpoint: etcd.endpoint,
+        etcdPrefix,
+        fileRoot,
+        logDir,
+        extraArgs: o.brokerArgs,
+        env: o.brokerEnv,
+      });
+    if (o.ordered) {
+      for (let i = 0; i < n; i++) {
+        await launch(i);
+        await pollUntil(
+          `broker ${i} to announce itself`,
+          async () => {
+            if (cluster.brokers[i]!.alive?.() === false) throw new PollAbort(`broker ${i} exited`);
+            return (await getKey(etcd.endpoint, cluster.memberKey(i))) !== undefined;
+          },
+          { timeoutMs: o.readyTimeoutMs ?? 60_000, intervalMs: 50, describe: () => cluster.describe() },
+        );
+      }
+    } else {
+      await Promise.all(Array.from({ length: n }, (_, i) => launch(i)));
+    }
     await cluster.waitReady(o.readyTimeoutMs ?? 60_000);
   } catch (e) {
     await cluster.stop();
