@@ -76,7 +76,7 @@ function run(pass) {
 const total = { passed: 0, failed: 0, skipped: 0 };
 for (const [i, pass] of passes.entries()) {
   if (passes.length > 1) {
-    const names = pass.files.length === files.length ? 'every test file' : pass.files.map((f) => basename(f, '.test.js')).join(', ');
+    const names = i === 0 ? 'every test file' : pass.files.map((f) => basename(f, '.test.js')).join(', ');
     console.log(`\n=== pass ${i + 1}/${passes.length}: broker implementation ${pass.label}: ${names}\n`);
   }
   const started = Date.now();
