@@ -1,12 +1,16 @@
 // The main job on a fresh machine: start a local cluster (etcd + 3 brokers with a file://
 // store), then do real gazctl work against it: apply a journal hierarchy, list it, append
 // keyed records, read them back, list fragments, and show the YAML round trip.
+//
+// It runs on our own brokers (bin/gazette.js) and Debian's etcd-server, so it needs no Go
+// build: `scripts/setup.sh demo` installs only npm packages and that apt package.
+// GAZCTL_TEST_BROKER=go and GAZCTL_TEST_ETCD=peer run it on the reference peers instead.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { brokerImplFromEnv, startCluster, waitForJournalsAssigned } from '../src/testing/index.js';
+import { brokerImplFromEnv, etcdServerFromEnv, startCluster, tsBroker, waitForJournalsAssigned } from '../src/testing/index.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const bin = join(root, 'bin', 'run.js');
@@ -44,9 +48,11 @@ children:
   replication: 2
 `;
 
-const cluster = await startCluster({ brokers: 3, impl: brokerImplFromEnv() });
+const impl = process.env.GAZCTL_TEST_BROKER ? brokerImplFromEnv() : tsBroker;
+const etcd = process.env.GAZCTL_TEST_ETCD ? etcdServerFromEnv() : 'debian';
+const cluster = await startCluster({ brokers: 3, impl, etcd });
 try {
-  console.log(`cluster up: ${cluster.brokers.length} ${cluster.impl.name} brokers, etcd ${cluster.etcd.endpoint}, fragments in ${cluster.fileRoot}`);
+  console.log(`cluster up: ${cluster.brokers.length} ${cluster.impl.name} brokers, ${etcd} etcd ${cluster.etcd.endpoint}, fragments in ${cluster.fileRoot}`);
   const env = { BROKER_ADDRESS: cluster.brokerAddress };
   const dir = mkdtempSync(join(tmpdir(), 'gazctl-demo-'));
   const specPath = join(dir, 'journals.yaml');

@@ -1,15 +1,38 @@
 #!/usr/bin/env bash
-# Installs what gazctl's build, demo and tests need on a fresh machine: npm packages and the
-# reference Go peers (gazette broker, Go gazctl, etcd) built from the Go module proxy.
+# Installs what gazctl needs on a fresh machine, then builds.
+#
+#   scripts/setup.sh demo   npm packages and Debian's etcd-server: all the demo needs (it runs
+#                           on our own brokers), no Go toolchain.
+#   scripts/setup.sh [all]  the above, plus what the tests and benchmarks need: zstd, and the
+#                           reference Go peers (gazette broker, Go gazctl, etcd 3.6, versitygw)
+#                           built from the Go module proxy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+what=${1:-all}
+case "$what" in
+  demo|all) ;;
+  *) echo "usage: scripts/setup.sh [demo|all]" >&2; exit 2 ;;
+esac
+
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund
 fi
-export PATH="$PATH:/usr/local/go/bin"
-# The codec tests check our gzip and zstd output with the system tools.
-if ! command -v zstd >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
-  { apt-get update -qq && apt-get install -y -qq zstd; } >/dev/null
+
+# Debian packages: etcd-server (3.4) for our brokers; zstd because the codec tests check our
+# gzip and zstd output with the system tools.
+apt_pkgs=()
+[ -x /usr/bin/etcd ] || apt_pkgs+=(etcd-server)
+if [ "$what" = all ] && ! command -v zstd >/dev/null 2>&1; then apt_pkgs+=(zstd); fi
+if [ ${#apt_pkgs[@]} -gt 0 ]; then
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "setup: please install ${apt_pkgs[*]} (no apt-get on this machine)" >&2
+    exit 1
+  fi
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${apt_pkgs[@]}"; } >/dev/null
 fi
-./scripts/install-peers.sh >/dev/null
+
+if [ "$what" = all ]; then
+  export PATH="$PATH:/usr/local/go/bin"
+  ./scripts/install-peers.sh >/dev/null
+fi
 npm run build --silent

@@ -32,7 +32,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Status } from '../lib/protocol/gen/broker/protocol.js';
 import { DEFAULT_BROKER_ROOT, memberKey } from '../lib/keyspace/keys.js';
-import { etcdHealthy, etcdRevision, getKey, revokeLease, startEtcd, type EtcdProcess } from './etcd.js';
+import { etcdHealthy, etcdRevision, getKey, revokeLease, startEtcd, type EtcdProcess, type EtcdServer } from './etcd.js';
 import { freePorts } from './ports.js';
 import { PollAbort, pollUntil, registerExitCleanup } from './process.js';
 import { brokerImplFromEnv, type BrokerImpl, type BrokerProcess, type BrokerStartOptions } from './brokers.js';
@@ -43,6 +43,20 @@ export interface StartClusterOptions {
   brokers?: number;
   /** Broker implementation (default: `brokerImplFromEnv()`). */
   impl?: BrokerImpl;
+  /**
+   * One implementation per broker, for a mixed cluster (e.g. `[tsBroker, goBroker, tsBroker]`);
+   * its length is the number of brokers, and `brokers`, when given too, must agree. `impl` is
+   * then the first entry unless given.
+   */
+  brokerImpls?: BrokerImpl[];
+  /**
+   * Start the brokers one at a time, each once the one before has announced itself in etcd, so
+   * broker 0 holds the oldest member key: the allocating member on Gazette (the member key of
+   * the lowest create revision allocates). Default false: all at once.
+   */
+  ordered?: boolean;
+  /** Which etcd to run (default: `GAZCTL_TEST_ETCD`, else the peers' etcd; see `EtcdServer`). */
+  etcd?: EtcdServer;
   /** Zone of every broker (default `local`). */
   zone?: string;
   /** etcd root of the broker keyspace (default `/gazette/cluster`). */
@@ -80,7 +94,10 @@ export interface Cluster {
   readonly tempDir: string;
   readonly etcdPrefix: string;
   readonly zone: string;
+  /** Implementation of broker 0 (of every broker unless the cluster is mixed). */
   readonly impl: BrokerImpl;
+  /** Implementation of broker `i`. */
+  implOf(i: number): BrokerImpl;
   /** Whether broker `i` is running (not stopped through this cluster). */
   isRunning(i: number): boolean;
   /**
@@ -122,6 +139,7 @@ class LocalCluster implements Cluster {
   constructor(
     readonly etcd: EtcdProcess,
     readonly impl: BrokerImpl,
+    private readonly impls: BrokerImpl[],
     readonly tempDir: string,
     readonly fileRoot: string,
     readonly etcdPrefix: string,
@@ -134,6 +152,10 @@ class LocalCluster implements Cluster {
   get brokerAddress(): string {
     const i = this.running.findIndex((r) => r);
     return this.brokers[i >= 0 ? i : 0]!.endpoint;
+  }
+
+  implOf(i: number): BrokerImpl {
+    return this.impls[i] ?? this.impl;
   }
 
   isRunning(i: number): boolean {
@@ -150,7 +172,7 @@ class LocalCluster implements Cluster {
   async launch(i: number, o: BrokerStartOptions): Promise<void> {
     this.startOpts[i] = o;
     this.startRevision[i] = await etcdRevision(this.etcd.endpoint);
-    this.brokers[i] = await this.impl.start(o);
+    this.brokers[i] = await this.implOf(i).start(o);
     this.running[i] = true;
   }
 
@@ -254,9 +276,13 @@ class LocalCluster implements Cluster {
 
 /** Start etcd and `brokers` brokers, and wait until the cluster is ready. */
 export async function startCluster(o: StartClusterOptions = {}): Promise<Cluster> {
-  const n = o.brokers ?? 1;
+  const n = o.brokers ?? o.brokerImpls?.length ?? 1;
   if (!Number.isInteger(n) || n < 1) throw new RangeError(`brokers must be >= 1, got ${n}`);
-  const impl = o.impl ?? brokerImplFromEnv();
+  if (o.brokerImpls && o.brokerImpls.length !== n) {
+    throw new RangeError(`brokerImpls has ${o.brokerImpls.length} entries for ${n} brokers`);
+  }
+  const impl = o.impl ?? o.brokerImpls?.[0] ?? brokerImplFromEnv();
+  const impls = o.brokerImpls ?? Array.from({ length: n }, () => impl);
   const zone = o.zone ?? 'local';
   const etcdPrefix = o.etcdPrefix ?? DEFAULT_BROKER_ROOT;
   const keepTemp = o.keepTemp ?? process.env.GAZCTL_TEST_KEEP_TEMP === '1';
@@ -270,28 +296,40 @@ export async function startCluster(o: StartClusterOptions = {}): Promise<Cluster
   const ports = await freePorts(2 + n);
   let etcd: EtcdProcess;
   try {
-    etcd = await startEtcd({ dir: join(tempDir, 'etcd'), clientPort: ports[0]!, peerPort: ports[1]! });
+    etcd = await startEtcd({ dir: join(tempDir, 'etcd'), clientPort: ports[0]!, peerPort: ports[1]!, server: o.etcd });
   } catch (e) {
     if (!keepTemp) await rm(tempDir, { recursive: true, force: true });
     throw e;
   }
-  const cluster = new LocalCluster(etcd, impl, tempDir, fileRoot, etcdPrefix, zone, keepTemp);
+  const cluster = new LocalCluster(etcd, impl, impls, tempDir, fileRoot, etcdPrefix, zone, keepTemp);
   try {
-    await Promise.all(
-      Array.from({ length: n }, (_, i) =>
-        cluster.launch(i, {
-          id: `broker-${i}`,
-          zone,
-          port: ports[2 + i]!,
-          etcdEndpoint: etcd.endpoint,
-          etcdPrefix,
-          fileRoot,
-          logDir,
-          extraArgs: o.brokerArgs,
-          env: o.brokerEnv,
-        }),
-      ),
-    );
+    const launch = (i: number) =>
+      cluster.launch(i, {
+        id: `broker-${i}`,
+        zone,
+        port: ports[2 + i]!,
+        etcdEndpoint: etcd.endpoint,
+        etcdPrefix,
+        fileRoot,
+        logDir,
+        extraArgs: o.brokerArgs,
+        env: o.brokerEnv,
+      });
+    if (o.ordered) {
+      for (let i = 0; i < n; i++) {
+        await launch(i);
+        await pollUntil(
+          `broker ${i} to announce itself`,
+          async () => {
+            if (cluster.brokers[i]!.alive?.() === false) throw new PollAbort(`broker ${i} exited`);
+            return (await getKey(etcd.endpoint, cluster.memberKey(i))) !== undefined;
+          },
+          { timeoutMs: o.readyTimeoutMs ?? 60_000, intervalMs: 50, describe: () => cluster.describe() },
+        );
+      }
+    } else {
+      await Promise.all(Array.from({ length: n }, (_, i) => launch(i)));
+    }
     await cluster.waitReady(o.readyTimeoutMs ?? 60_000);
   } catch (e) {
     await cluster.stop();

@@ -1,11 +1,17 @@
 // A throw-away single-member etcd on loopback ports, plus tiny helpers over our keyspace client
 // (src/lib/keyspace) for readiness checks and for tests that inspect or seed the keyspace.
 //
+// Two etcd builds can serve: the peers' etcd 3.6 (built by scripts/install-peers.sh; the only
+// one the reference Go broker and Go gazctl accept, since their etcd client refuses a 3.4
+// cluster) and Debian's `etcd-server` package (3.4, /usr/bin/etcd), which is all our own broker
+// and gazctl need (they talk to etcd through `etcd3`), so a demo needs no Go build. Choose with
+// `StartEtcdOptions.server` or `GAZCTL_TEST_ETCD=peer|debian|<path>` (default `peer`).
+//
 // The helpers take an endpoint and use a short-lived client per call, which keeps them free of
 // state for tests to manage; a test that makes many calls, watches or holds leases should
 // `connect()` once instead (and close the client).
 
-import { rmSync } from 'node:fs';
+import { accessSync, constants, rmSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,7 +23,44 @@ import { PollAbort, pollUntil, registerExitCleanup, scrubEnv, spawnManaged, type
 
 export { prefixRangeEnd, type KeyValue } from '../lib/keyspace/index.js';
 
+/**
+ * Which etcd to run: `peer` (the peers' etcd 3.6), `debian` (the `etcd-server` package's
+ * /usr/bin/etcd, 3.4), or an absolute path to an etcd binary (run with the `peer` flags).
+ */
+export type EtcdServer = 'peer' | 'debian' | (string & {});
+
+/** Where Debian's `etcd-server` package installs etcd. */
+export const DEBIAN_ETCD_BINARY = '/usr/bin/etcd';
+
+/** The etcd named by `GAZCTL_TEST_ETCD` (default `peer`). */
+export function etcdServerFromEnv(): EtcdServer {
+  return process.env.GAZCTL_TEST_ETCD || 'peer';
+}
+
+/** Binary and extra flags for an etcd choice. Throws a clear error when it is not installed. */
+export function resolveEtcdServer(server: EtcdServer): { bin: string; args: string[] } {
+  if (server === 'peer') return { bin: peerBinary('etcd'), args: [] };
+  const bin = server === 'debian' ? DEBIAN_ETCD_BINARY : server;
+  if (!bin.startsWith('/')) {
+    throw new Error(`etcd server '${server}': expected 'peer', 'debian' or an absolute path to an etcd binary`);
+  }
+  try {
+    accessSync(bin, constants.X_OK);
+  } catch {
+    throw new Error(
+      server === 'debian'
+        ? `Debian's etcd (${bin}) is not installed; install it with \`apt-get install -y etcd-server\``
+        : `etcd binary ${bin} is not an executable file`,
+    );
+  }
+  // etcd 3.4 still defaults to its old capnslog logger, under which --log-level is refused;
+  // zap is the only logger of 3.5+, so asking for it explicitly is safe there too.
+  return { bin, args: server === 'debian' ? ['--logger=zap'] : [] };
+}
+
 export interface StartEtcdOptions {
+  /** Which etcd to run (default `etcdServerFromEnv()`, i.e. `peer` unless GAZCTL_TEST_ETCD says otherwise). */
+  server?: EtcdServer;
   /** Directory for data, WAL and log; a fresh temp dir (removed on stop) when absent. */
   dir?: string;
   /** Client port; a free one when absent. */
@@ -54,7 +97,7 @@ export interface EtcdProcess {
 
 /** Start etcd and resolve once it answers a linearizable read. */
 export async function startEtcd(opts: StartEtcdOptions = {}): Promise<EtcdProcess> {
-  const bin = peerBinary('etcd');
+  const { bin, args: serverArgs } = resolveEtcdServer(opts.server ?? etcdServerFromEnv());
   const ownDir = opts.dir === undefined;
   const dir = opts.dir ?? (await mkdtemp(join(tmpdir(), 'gazctl-etcd-')));
   const unregister = ownDir ? registerExitCleanup(() => rmSync(dir, { recursive: true, force: true })) : () => {};
@@ -87,6 +130,7 @@ export async function startEtcd(opts: StartEtcdOptions = {}): Promise<EtcdProces
         '--log-level=warn',
         // Test data is throw-away: skip fsync, which dominates etcd latency on CI disks.
         '--unsafe-no-fsync',
+        ...serverArgs,
         ...(opts.extraArgs ?? []),
       ],
       logFile,

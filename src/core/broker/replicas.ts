@@ -61,6 +61,7 @@ export class ReplicaSet {
         if (r.spool.contentLength > 0n || r.pendingPersists > 0) {
           // Roll what it holds so it persists, then let it go on a later sync.
           if (r.spool.contentLength > 0n && r.spool.staged === 0) r.spool.roll();
+          dropPipeline(r);
           continue;
         }
         r.pipeline?.close();
@@ -71,7 +72,12 @@ export class ReplicaSet {
     for (const j of journals.values()) {
       const i = memberIndex(j.route, self);
       if (i < 0) continue;
-      this.ensure(j.spec);
+      const r = this.ensure(j.spec);
+      // A pipeline outlives primacy only to be reused wrongly: should this broker become the
+      // primary of an identical route again, it would skip the resynchronisation with the
+      // replicas, whose spools moved on under another primary meanwhile (its stale head then
+      // answers INDEX_HAS_GREATER_OFFSET forever). Drop it as soon as we are not the primary.
+      if (i !== j.route.primary) dropPipeline(r);
       if (i === j.route.primary) {
         primaries++;
         if (b.member.registered && !advertised(j)) this.schedulePulse(j.name);
@@ -104,6 +110,12 @@ export class ReplicaSet {
       r.close();
     }
   }
+}
+
+function dropPipeline(r: Replica): void {
+  if (!r.pipeline) return;
+  r.pipeline.close();
+  r.pipeline = undefined;
 }
 
 /** Whether every assignment of the journal advertises the route its keys describe. */
