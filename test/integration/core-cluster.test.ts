@@ -8,11 +8,8 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { credentials } from '@grpc/grpc-js';
-
-import { AppendRequest, JournalClient, ReadRequest, Status, type AppendResponse, type ReadResponse } from '../../src/lib/protocol/gen/broker/protocol.js';
+import { Status } from '../../src/lib/protocol/gen/broker/protocol.js';
 import {
-  grpcTarget,
   runGoGazctl,
   startCluster,
   tsBroker,
@@ -21,6 +18,7 @@ import {
   type Cluster,
 } from '../../src/testing/index.js';
 import { gzOk, listJson } from '../helpers/journals.js';
+import { appendOnce, readRaw } from '../helpers/core.js';
 
 const SPECS = `name: core/
 replication: 3
@@ -42,46 +40,6 @@ async function goOk(cluster: Cluster, args: string[], input?: string, brokerAddr
   const r = await runGoGazctl(args, { brokerAddress, input, timeoutMs: 30_000 });
   assert.equal(r.code, 0, `Go gazctl ${args.join(' ')} failed (code ${r.code}):\n${r.stderr}`);
   return r.stdout;
-}
-
-/** One Append RPC to `endpoint`: resolves with the response, rejects on a gRPC error. */
-function appendOnce(endpoint: string, journal: string, data: Buffer): Promise<AppendResponse> {
-  const client = new JournalClient(grpcTarget(endpoint), credentials.createInsecure());
-  return new Promise((resolve, reject) => {
-    const call = client.append({ deadline: Date.now() + 5000 }, (err, res) => {
-      client.close();
-      if (err) reject(err);
-      else resolve(res);
-    });
-    call.write(AppendRequest.fromPartial({ journal }));
-    call.write(AppendRequest.fromPartial({ content: data }));
-    call.write(AppendRequest.fromPartial({}));
-    call.end();
-  });
-}
-
-/** The journal's content as read (non-blocking) from offset 0, each chunk placed at its offset. */
-function readRaw(endpoint: string, journal: string): Promise<Buffer> {
-  const client = new JournalClient(grpcTarget(endpoint), credentials.createInsecure());
-  return new Promise((resolve, reject) => {
-    const chunks: { offset: bigint; content: Buffer }[] = [];
-    let head = 0n;
-    const call = client.read(ReadRequest.fromPartial({ journal, offset: 0n, block: false }), { deadline: Date.now() + 20_000 });
-    call.on('data', (r: ReadResponse) => {
-      if (r.content.length > 0) chunks.push({ offset: r.offset, content: r.content });
-      if (r.write_head > head) head = r.write_head;
-    });
-    call.on('error', (e) => {
-      client.close();
-      reject(e);
-    });
-    call.on('end', () => {
-      client.close();
-      const out = Buffer.alloc(Number(head));
-      for (const ch of chunks) ch.content.copy(out, Number(ch.offset));
-      resolve(out);
-    });
-  });
 }
 
 describe('a cluster of three of our brokers', { timeout: 180_000 }, () => {
