@@ -90,6 +90,31 @@ class ChildBroker implements BrokerProcess {
 }
 
 /** The reference Go broker: `gazette serve`. */
+/** `serve` and its flags, the same for the Go and the TypeScript broker (drop-ins of each other). */
+function serveArgs(o: BrokerStartOptions): string[] {
+  return [
+    'serve',
+    `--broker.port=${o.port}`,
+    '--broker.host=127.0.0.1',
+    `--broker.id=${o.id}`,
+    `--broker.zone=${o.zone}`,
+    `--broker.file-root=${o.fileRoot}`,
+    `--etcd.address=${o.etcdEndpoint}`,
+    `--etcd.prefix=${o.etcdPrefix}`,
+    `--etcd.lease=${GO_BROKER_LEASE}`,
+    '--log.level=info',
+    ...(o.extraArgs ?? []),
+  ];
+}
+
+/**
+ * Both brokers read BROKER_*, ETCD_*, LOG_*, DEBUG_* from the environment: keep a developer's
+ * settings out, then apply the caller's.
+ */
+function serveEnv(o: BrokerStartOptions): NodeJS.ProcessEnv {
+  return { ...scrubEnv(process.env, ['BROKER_', 'ETCD_', 'LOG_', 'DEBUG_']), ...(o.env ?? {}) };
+}
+
 export const goBroker: BrokerImpl = {
   name: 'go',
   async start(o: BrokerStartOptions): Promise<BrokerProcess> {
@@ -99,23 +124,9 @@ export const goBroker: BrokerImpl = {
     const proc = spawnManaged({
       name: `broker ${o.id}`,
       command: bin,
-      args: [
-        'serve',
-        `--broker.port=${o.port}`,
-        '--broker.host=127.0.0.1',
-        `--broker.id=${o.id}`,
-        `--broker.zone=${o.zone}`,
-        `--broker.file-root=${o.fileRoot}`,
-        `--etcd.address=${o.etcdEndpoint}`,
-        `--etcd.prefix=${o.etcdPrefix}`,
-        `--etcd.lease=${GO_BROKER_LEASE}`,
-        '--log.level=info',
-        ...(o.extraArgs ?? []),
-      ],
+      args: serveArgs(o),
       logFile: join(o.logDir, `broker-${o.id}.log`),
-      // gazette reads BROKER_*, ETCD_*, LOG_*, DEBUG_* from the environment: keep a developer's
-      // settings out, then apply the caller's.
-      env: { ...scrubEnv(process.env, ['BROKER_', 'ETCD_', 'LOG_', 'DEBUG_']), ...(o.env ?? {}) },
+      env: serveEnv(o),
     });
     return new ChildBroker(o.id, `http://127.0.0.1:${o.port}`, proc);
   },
@@ -132,22 +143,9 @@ export const tsBroker: BrokerImpl = {
     const proc = spawnManaged({
       name: `ts broker ${o.id}`,
       command: process.execPath,
-      args: [
-        bin,
-        'serve',
-        `--broker.port=${o.port}`,
-        '--broker.host=127.0.0.1',
-        `--broker.id=${o.id}`,
-        `--broker.zone=${o.zone}`,
-        `--broker.file-root=${o.fileRoot}`,
-        `--etcd.address=${o.etcdEndpoint}`,
-        `--etcd.prefix=${o.etcdPrefix}`,
-        `--etcd.lease=${GO_BROKER_LEASE}`,
-        '--log.level=info',
-        ...(o.extraArgs ?? []),
-      ],
+      args: [bin, ...serveArgs(o)],
       logFile: join(o.logDir, `broker-${o.id}.log`),
-      env: { ...scrubEnv(process.env, ['BROKER_', 'ETCD_', 'LOG_', 'DEBUG_']), ...(o.env ?? {}) },
+      env: serveEnv(o),
     });
     return new ChildBroker(o.id, `http://127.0.0.1:${o.port}`, proc);
   },
