@@ -30,6 +30,8 @@ import { fragmentEquals } from '../fragment/spool.js';
 import type { Replica } from './replica.js';
 import { desiredReplication, type Resolution } from './resolver.js';
 import { durationToNanos } from '../../lib/protocol/duration.js';
+import { routeEquals } from '../../lib/protocol/route.js';
+import { AppendFlowControl, FLOW_QUANTUM_MS, FLOW_UNDERFLOW_MESSAGE } from './flow-control.js';
 
 type Local = Extract<Resolution, { kind: 'local' }>;
 
@@ -179,14 +181,14 @@ async function appendLocked(b: Broker, res: Local, replica: Replica, first: Appe
   let n = 0;
   let intent = false;
   let refused: Status | undefined;
-  let chunks = 0n;
-  const started = Date.now();
+  const flow = startFlowControl(b, replica, spec.name, route, Number(spec.max_append_rate));
   try {
     for (;;) {
-      const next = await msgs.next();
+      const next = await flow.next(msgs);
       if (next.done) break;
       const m = next.value;
       if (intent) throw new RpcError(GrpcStatus.INVALID_ARGUMENT, 'append: a message followed the commit intent (the empty message)');
+      await flow.admit(m.content.length);
       if (isCommitIntent(m)) {
         intent = true;
         continue;
@@ -200,18 +202,14 @@ async function appendLocked(b: Broker, res: Local, replica: Replica, first: Appe
       replica.spool.apply(m.content);
       hash.update(m.content);
       n += m.content.length;
-      chunks++;
-      const min = b.config.minAppendRate;
-      const secs = (Date.now() - started) / 1000;
-      if (min > 0 && secs > 2 && n / secs < min / 4) {
-        throw new RpcError(GrpcStatus.DEADLINE_EXCEEDED, `append of ${spec.name}: client streams slower than the minimum rate of ${min} bytes/s`);
-      }
     }
   } catch (e) {
+    flow.stop();
     await proposeAll(replica, pipeline, replica.spool.fragment, replica.spool.registers).catch(() => undefined);
     return fail(e);
   }
 
+  flow.stop();
   if (!intent || refused !== undefined) {
     // Roll back what was staged, on the replicas too.
     replica.spool.rollback();
@@ -243,7 +241,7 @@ async function appendLocked(b: Broker, res: Local, replica: Replica, first: Appe
 
   const fresh = b.view.journals().get(spec.name);
   if (fresh) void advertise(b, fresh).catch(() => undefined);
-  return response(res, suspendStatus ?? Status.OK, { commit, registers: newRegisters, total_chunks: chunks });
+  return response(res, suspendStatus ?? Status.OK, { commit, registers: newRegisters, total_chunks: BigInt(flow.control.totalChunks), delayed_chunks: BigInt(flow.control.delayedChunks) });
 }
 
 /** Write the journal's new suspension to etcd (guarded by its mod revision); the updated spec. */
@@ -258,4 +256,72 @@ export async function updateSuspend(b: Broker, res: { entry: { kv: { modRevision
   await b.view.waitFor(r.revision);
   b.log.info('journal suspension updated', { journal: res.spec.name, level: JournalSpec_Suspend_Level[suspend.level], offset: suspend.offset });
   return next;
+}
+
+interface FlowSession {
+  readonly control: AppendFlowControl;
+  /** The next client message, or a rejection once the client fell below the minimum rate. */
+  next(msgs: AsyncIterator<AppendRequest>): Promise<IteratorResult<AppendRequest>>;
+  /** Account a message of `length` content bytes; resolves once the journal's max rate lets it pass. */
+  admit(length: number): Promise<void>;
+  stop(): void;
+}
+
+/**
+ * The flow control of one Append RPC (see flow-control.ts): a 50 ms ticker advances the
+ * journal's accounting, fails the RPC when the client stalls below the minimum rate, releases a
+ * chunk held for max-rate credit, and lifts the max rate when the journal's route changes.
+ */
+function startFlowControl(b: Broker, replica: Replica, journal: string, route: Local['entry']['route'], specMaxRate: number): FlowSession {
+  const control = replica.flow;
+  control.reset(specMaxRate, b.config.maxAppendRate, b.config.minAppendRate, Date.now());
+  let underflow: RpcError | undefined;
+  let rejectStalled: ((e: RpcError) => void) | undefined;
+  const stalled = new Promise<never>((_, reject) => {
+    rejectStalled = reject;
+  });
+  stalled.catch(() => undefined);
+  let release: (() => void) | undefined;
+  let routeChecked = control.maxRate === 0;
+  const timer = setInterval(() => {
+    if (!routeChecked) {
+      const now = b.view.journals().get(journal);
+      if (!now || !routeEquals(now.route, route)) {
+        control.onInvalidate();
+        routeChecked = true;
+      }
+    }
+    if (!control.onTick(Date.now())) {
+      // Same code and words as the reference broker (an untyped error there: UNKNOWN).
+      underflow = new RpcError(GrpcStatus.UNKNOWN, `append stream: ${FLOW_UNDERFLOW_MESSAGE}`);
+      clearInterval(timer);
+      rejectStalled!(underflow);
+      return;
+    }
+    if (release && control.charge === 0) {
+      const r = release;
+      release = undefined;
+      r();
+    }
+  }, FLOW_QUANTUM_MS);
+  return {
+    control,
+    next(msgs) {
+      if (underflow) return Promise.reject(underflow);
+      return Promise.race([msgs.next(), stalled]);
+    },
+    admit(length) {
+      control.onChunk(length);
+      if (control.charge === 0) return Promise.resolve();
+      return Promise.race([
+        new Promise<void>((resolve) => {
+          release = resolve;
+        }),
+        stalled,
+      ]);
+    },
+    stop() {
+      clearInterval(timer);
+    },
+  };
 }

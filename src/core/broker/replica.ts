@@ -7,6 +7,7 @@
 // of several replicas land on one object, and a persisted fragment replaces the local one in
 // the index at once.
 
+import { AppendFlowControl } from './flow-control.js';
 import { Status, type Fragment, type JournalSpec } from '../../lib/protocol/gen/broker/protocol.js';
 import { durationToNanos } from '../../lib/protocol/duration.js';
 import { zeroSum } from '../../lib/protocol/fragment.js';
@@ -31,6 +32,8 @@ export interface ReplicaDeps {
 
 export class Replica {
   readonly spool: Spool;
+  /** Append flow control of the journal, kept across its Append RPCs (credit carries over). */
+  readonly flow = new AppendFlowControl();
   readonly index: FragmentIndex;
   spec: JournalSpec;
   /** The replication pipeline, while this broker is the journal's primary. */
