@@ -188,7 +188,8 @@ async function appendLocked(b: Broker, res: Local, replica: Replica, first: Appe
       if (next.done) break;
       const m = next.value;
       if (intent) throw new RpcError(GrpcStatus.INVALID_ARGUMENT, 'append: a message followed the commit intent (the empty message)');
-      await flow.admit(m.content.length);
+      const held = flow.admit(m.content.length);
+      if (held) await held;
       if (isCommitIntent(m)) {
         intent = true;
         continue;
@@ -262,8 +263,11 @@ interface FlowSession {
   readonly control: AppendFlowControl;
   /** The next client message, or a rejection once the client fell below the minimum rate. */
   next(msgs: AsyncIterator<AppendRequest>): Promise<IteratorResult<AppendRequest>>;
-  /** Account a message of `length` content bytes; resolves once the journal's max rate lets it pass. */
-  admit(length: number): Promise<void>;
+  /**
+   * Account a message of `length` content bytes: undefined when it may pass now, else a promise
+   * that resolves once the journal's max rate lets it pass.
+   */
+  admit(length: number): Promise<void> | undefined;
   stop(): void;
 }
 
@@ -312,7 +316,7 @@ function startFlowControl(b: Broker, replica: Replica, journal: string, route: L
     },
     admit(length) {
       control.onChunk(length);
-      if (control.charge === 0) return Promise.resolve();
+      if (control.charge === 0) return undefined;
       return Promise.race([
         new Promise<void>((resolve) => {
           release = resolve;
