@@ -10,8 +10,14 @@
 //   commands.cjs          the target of oclif's "explicit" command discovery (COMMANDS), which
 //                         bin/run.js sets at run time; oclif loads it only to run a command, so
 //                         `--help` never loads gRPC, protobuf, YAML or prompt code;
+//   s3-sdk-impl.cjs       the AWS SDK of the s3:// store (src/lib/stores/s3-sdk.cts), and
+//   prompts-impl.cjs      the prompt library (@inquirer/prompts): each loaded only when first
+//                         needed (an s3:// store is opened; a prompt is shown), through the
+//                         stubs s3-sdk.cjs and prompts.cjs. Bundled with the commands, they made
+//                         every command compile and hold some 2 MB more code than it runs;
 //   load.cjs              loads those files with the V8 code cache (scripts/bundle-loader.cjs);
-//   *.v8cache             the code caches, written by running a few commands.
+//   *.v8cache             the code caches, written by running a few commands (and, for the
+//                         lazily loaded files, a short script that loads and exercises them).
 //
 // The tsc output, oclif.manifest.json (which help and command lookup read) and the package.json
 // oclif config are unchanged; bin/run.js falls back to them when there is no bundle.
@@ -106,13 +112,35 @@ const core = await build({
   ],
 });
 
+// Parts of commands-impl loaded only when needed, each a bundle file of its own behind a stub
+// that loads it through load.cjs (so with its code cache), as commands.cjs does for the commands:
+//
+// * s3-sdk: src/lib/stores/s3.ts requires `./s3-sdk.cjs` relative to `import.meta.url` when it
+//   makes its first S3Store (synchronously, so opening a store stays synchronous). Unbundled that
+//   is the tsc output next to it; in commands-impl, `import.meta.url` is defined as the URL of the
+//   bundle file itself (see BUNDLE_URL), so the same require finds the stub dist/bundle/s3-sdk.cjs.
+// * prompts: src/cli/confirm.ts imports @inquirer/prompts with import() when it shows a prompt.
+//   In commands-impl that import names the external stub ./prompts.cjs, and esbuild is told that
+//   the target has no import() so that it emits a require() for it: an import() of a file outside
+//   the bundle would run inside the code-cached vm script, where Node 20 gives it no module loader
+//   ("A dynamic import callback was not specified").
+const LAZY = [
+  { name: 's3-sdk', entry: { entryPoints: [join(distSrc, 'lib', 'stores', 's3-sdk.cjs')] }, packages: /^node_modules\/(@aws-sdk|@smithy|@aws-crypto)\// },
+  {
+    name: 'prompts',
+    entry: { stdin: { contents: "module.exports = require('@inquirer/prompts');", resolveDir: root, sourcefile: 'prompts-entry.cjs', loader: 'js' } },
+    packages: /^node_modules\/@inquirer\//,
+  },
+];
+const BUNDLE_URL = '__gazctl_bundle_url';
+
 const impl = await build({
   ...common,
   stdin: { contents: commandsEntry, resolveDir: distSrc, sourcefile: 'commands-entry.js', loader: 'js' },
   outfile: join(outdir, 'commands-impl.cjs'),
-  // The prompt library stays inside the bundle: an import() of a package left outside would run
-  // in the code-cached script, where Node 20 gives it no module loader ("A dynamic import callback
-  // was not specified"). Bundled, esbuild turns it into a require that runs only at the prompt.
+  banner: { js: `${common.banner.js}\nconst ${BUNDLE_URL} = require('node:url').pathToFileURL(__filename).href;` },
+  define: { 'import.meta.url': BUNDLE_URL },
+  supported: { 'dynamic-import': false },
   plugins: [
     {
       name: 'shared-oclif-core',
@@ -124,8 +152,36 @@ const impl = await build({
         );
       },
     },
+    {
+      name: 'lazy-prompts',
+      setup(b) {
+        b.onResolve({ filter: /^@inquirer\/prompts$/ }, (args) =>
+          args.kind === 'dynamic-import'
+            ? { path: './prompts.cjs', external: true }
+            : { errors: [{ text: `${args.path}: import it with import() where a prompt is shown, so that it stays out of the start-up path` }] },
+        );
+      },
+    },
   ],
 });
+
+// The lazily loaded parts must not have been bundled with the commands after all (a static
+// import of the SDK or of a prompt package somewhere would do that, silently).
+const implInputs = Object.keys(impl.metafile.inputs);
+for (const part of LAZY) {
+  const leaked = implInputs.filter((p) => part.packages.test(p));
+  if (leaked.length) fail(`commands-impl.cjs includes ${part.name} code, which must load lazily: ${leaked.slice(0, 5).join(', ')}${leaked.length > 5 ? ', …' : ''}`);
+}
+
+const lazyBuilds = [];
+for (const part of LAZY) {
+  lazyBuilds.push(await build({ ...common, ...part.entry, outfile: join(outdir, `${part.name}-impl.cjs`) }));
+  writeFileSync(
+    join(outdir, `${part.name}.cjs`),
+    `'use strict';\n// Loads ${part.name}-impl.cjs with the code cache (only when it is needed).\n` +
+      `module.exports = require('./load.cjs').load(require('node:path').join(__dirname, '${part.name}-impl.cjs'));\n`,
+  );
+}
 
 writeFileSync(
   join(outdir, 'commands.cjs'),
@@ -136,8 +192,14 @@ copyFileSync(join(root, 'scripts', 'bundle-loader.cjs'), join(outdir, 'load.cjs'
 
 // One copy of each library: nothing but our code and its own dependencies in commands-impl.
 const coreInputs = new Set(Object.keys(core.metafile.inputs));
-const shared = Object.keys(impl.metafile.inputs).filter((p) => coreInputs.has(p));
+const shared = implInputs.filter((p) => coreInputs.has(p));
 if (shared.length) console.warn(`bundle: note: also bundled with oclif: ${shared.join(', ')}`);
+// ... and none of ours, or of the libraries the commands use, in a lazily loaded part (where it
+// would be a second copy, with classes of its own).
+for (const [i, part] of LAZY.entries()) {
+  const dup = Object.keys(lazyBuilds[i].metafile.inputs).filter((p) => implInputs.includes(p) && !/^node_modules\/tslib\//.test(p));
+  if (dup.length) console.warn(`bundle: note: ${part.name}-impl.cjs also bundles: ${dup.join(', ')}`);
+}
 
 // Code caches: run help and a command start (an unreachable broker, so it fails fast) the way
 // an operator would, in a clean environment, and let load.cjs write the caches at exit.
@@ -151,9 +213,24 @@ for (const args of runs) {
   const r = spawnSync(process.execPath, [join(root, 'bin', 'run.js'), ...args], { cwd: sandbox, env, stdio: ['ignore', 'ignore', 'pipe'], timeout: 30_000 });
   if (r.error || r.signal) console.warn(`bundle: warning: gazctl ${args.join(' ')}: ${r.error?.message ?? r.signal}`);
 }
+// The lazily loaded parts: load them through their stubs and use them a little, as a command
+// does (an S3 request to a closed port, which fails at once).
+const warmLazy = `
+const { join } = require('node:path');
+const dir = process.argv[1];
+require(join(dir, 'prompts.cjs'));
+const sdk = require(join(dir, 's3-sdk.cjs'));
+const client = new sdk.S3Client({ region: 'us-east-1', endpoint: 'http://127.0.0.1:1', forcePathStyle: true, maxAttempts: 1,
+  credentials: { accessKeyId: 'warm', secretAccessKey: 'warm' }, requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' });
+client.send(new sdk.HeadObjectCommand({ Bucket: 'warm', Key: 'warm' })).catch(() => undefined).finally(() => client.destroy());
+`;
+{
+  const r = spawnSync(process.execPath, ['-e', warmLazy, outdir], { cwd: sandbox, env, stdio: ['ignore', 'ignore', 'pipe'], timeout: 30_000 });
+  if (r.error || r.signal || r.status !== 0) console.warn(`bundle: warning: loading the lazy parts: ${r.error?.message ?? r.signal ?? r.stderr.toString().trim()}`);
+}
 rmSync(sandbox, { recursive: true, force: true });
 const caches = readdirSync(outdir).filter((n) => n.endsWith('.v8cache'));
-if (caches.length !== 2) console.warn(`bundle: warning: code caches written: ${caches.join(', ') || 'none'} (start-up will be slower)`);
+if (caches.length !== 2 + LAZY.length) console.warn(`bundle: warning: code caches written: ${caches.join(', ') || 'none'} (start-up will be slower)`);
 
 const size = (n) => `${n} ${(statSync(join(outdir, n)).size / 1024).toFixed(0)} KiB`;
 console.log(`bundle: ${commands.length} commands (${commands.map((c) => c.id).join(', ')}) -> dist/bundle: ${readdirSync(outdir).sort().map(size).join(', ')}`);

@@ -22,24 +22,11 @@
 // a wrong endpoint fails in seconds rather than minutes.
 import { Readable, Transform, type TransformCallback } from 'node:stream';
 
-import {
-  DeleteObjectCommand,
-  GetObjectCommand,
-  HeadObjectCommand,
-  PutObjectCommand,
-  S3Client,
-  S3ServiceException,
-  paginateListObjectsV2,
-  CreateMultipartUploadCommand,
-  UploadPartCommand,
-  CompleteMultipartUploadCommand,
-  AbortMultipartUploadCommand,
-  type ObjectCannedACL,
-  type ServerSideEncryption,
-  type StorageClass,
-  type PutObjectCommandInput,
-} from '@aws-sdk/client-s3';
-import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { createRequire } from 'node:module';
+
+import type { ObjectCannedACL, PutObjectCommandInput, S3Client, ServerSideEncryption, StorageClass } from '@aws-sdk/client-s3';
+
+import type * as Sdk from './s3-sdk.cjs';
 
 import { checkStoreURL } from '../protocol/validate/store-url.js';
 import {
@@ -158,6 +145,17 @@ const MIN_PART = 5 * 1024 * 1024;
 
 const QUIET = { trace() {}, debug() {}, info() {}, warn() {}, error() {} };
 
+/**
+ * The AWS SDK (./s3-sdk.cts), required on first use: a program that never makes an S3Store
+ * never loads it. In the CLI bundle, `import.meta.url` is the bundle file's URL and
+ * `./s3-sdk.cjs` the bundle file holding the SDK, loaded with its code cache (see
+ * scripts/bundle.mjs). Synchronous, so that opening a store stays synchronous.
+ */
+let sdkModule: typeof Sdk | undefined;
+function loadS3Sdk(): typeof Sdk {
+  return (sdkModule ??= createRequire(import.meta.url)('./s3-sdk.cjs') as typeof Sdk);
+}
+
 const NETWORK_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
@@ -182,6 +180,8 @@ export class S3Store implements FragmentStore {
   readonly args: Readonly<S3StoreURL>;
   readonly client: S3Client;
   private readonly partSize: number;
+  /** The SDK's classes and functions (loaded by the first S3Store). */
+  private readonly sdk: typeof Sdk = loadS3Sdk();
 
   constructor(
     readonly url: string,
@@ -195,7 +195,7 @@ export class S3Store implements FragmentStore {
     // The SDK prints a notice about future Node.js support when a client is made on Node 20,
     // which this package supports; keep stderr for what the user needs to act on.
     process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-    this.client = new S3Client({
+    this.client = new this.sdk.S3Client({
       ...(region ? { region } : {}),
       ...(this.args.endpoint ? { endpoint: this.args.endpoint, forcePathStyle: true } : {}),
       ...(this.args.profile && !opts.credentials ? { profile: this.args.profile } : {}),
@@ -225,7 +225,7 @@ export class S3Store implements FragmentStore {
   private fail(op: string, path: string, e: unknown): StoreError {
     if (isOurs(e)) return e;
     const where = `store ${this.url}: ${op} ${path}`;
-    if (e instanceof S3ServiceException) {
+    if (e instanceof this.sdk.S3ServiceException) {
       const status = e.$metadata?.httpStatusCode;
       const code = e.name;
       switch (code) {
@@ -271,7 +271,7 @@ export class S3Store implements FragmentStore {
 
   async *list(prefix: string, opts: { signal?: AbortSignal } = {}): AsyncGenerator<StoreObject, void, undefined> {
     const keyPrefix = this.key(prefix);
-    const pages = paginateListObjectsV2(
+    const pages = this.sdk.paginateListObjectsV2(
       { client: this.client, pageSize: 1000 },
       { Bucket: this.bucket, Prefix: keyPrefix },
     );
@@ -299,7 +299,7 @@ export class S3Store implements FragmentStore {
 
   async exists(path: string): Promise<boolean> {
     try {
-      await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: this.key(path) }));
+      await this.client.send(new this.sdk.HeadObjectCommand({ Bucket: this.bucket, Key: this.key(path) }));
       return true;
     } catch (e) {
       const f = this.fail('stat', path, e);
@@ -322,14 +322,14 @@ export class S3Store implements FragmentStore {
     }
     const range = start === 0 && opts.end === undefined ? undefined : `bytes=${start}-${opts.end === undefined ? '' : opts.end - 1}`;
     try {
-      const res = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.key(path), Range: range }), {
+      const res = await this.client.send(new this.sdk.GetObjectCommand({ Bucket: this.bucket, Key: this.key(path), Range: range }), {
         abortSignal: opts.signal,
       });
       const body = res.Body as Readable | undefined;
       return body ?? Readable.from([]);
     } catch (e) {
       // A range starting at or past the end reads nothing, as a file read does.
-      if (e instanceof S3ServiceException && (e.$metadata?.httpStatusCode === 416 || e.name === 'InvalidRange')) {
+      if (e instanceof this.sdk.S3ServiceException && (e.$metadata?.httpStatusCode === 416 || e.name === 'InvalidRange')) {
         return Readable.from([]);
       }
       throw this.fail('open', path, e);
@@ -369,7 +369,7 @@ export class S3Store implements FragmentStore {
         if (opts.contentLength !== undefined && body.length !== opts.contentLength) {
           throw new StoreError(`store ${this.url}: put ${path}: content has ${body.length} bytes, expected ${opts.contentLength}`);
         }
-        await this.client.send(new PutObjectCommand({ ...this.putInput(path, opts), Body: body, ContentLength: body.length }), send);
+        await this.client.send(new this.sdk.PutObjectCommand({ ...this.putInput(path, opts), Body: body, ContentLength: body.length }), send);
         return;
       }
       if (opts.contentLength !== undefined) {
@@ -382,7 +382,7 @@ export class S3Store implements FragmentStore {
         body.on('error', () => undefined); // kept in body.error; the request fails with it
         try {
           await this.client.send(
-            new PutObjectCommand({ ...this.putInput(path, opts), Body: body, ContentLength: opts.contentLength }),
+            new this.sdk.PutObjectCommand({ ...this.putInput(path, opts), Body: body, ContentLength: opts.contentLength }),
             { abortSignal: opts.signal ? AbortSignal.any([opts.signal, abort.signal]) : abort.signal },
           );
         } catch (e) {
@@ -413,13 +413,13 @@ export class S3Store implements FragmentStore {
       buf = [];
       n = 0;
       if (uploadId === undefined) {
-        const created = await this.client.send(new CreateMultipartUploadCommand(this.putInput(path, opts)), send);
+        const created = await this.client.send(new this.sdk.CreateMultipartUploadCommand(this.putInput(path, opts)), send);
         uploadId = created.UploadId;
         if (!uploadId) throw new StoreError(`store ${this.url}: put ${path}: the server returned no upload id`);
       }
       const PartNumber = parts.length + 1;
       const res = await this.client.send(
-        new UploadPartCommand({ Bucket: this.bucket, Key: this.key(path), UploadId: uploadId, PartNumber, Body: body, ContentLength: body.length }),
+        new this.sdk.UploadPartCommand({ Bucket: this.bucket, Key: this.key(path), UploadId: uploadId, PartNumber, Body: body, ContentLength: body.length }),
         send,
       );
       parts.push({ ETag: res.ETag ?? '', PartNumber });
@@ -434,18 +434,18 @@ export class S3Store implements FragmentStore {
       }
       if (uploadId === undefined) {
         const body = Buffer.concat(buf);
-        await this.client.send(new PutObjectCommand({ ...this.putInput(path, opts), Body: body, ContentLength: body.length }), send);
+        await this.client.send(new this.sdk.PutObjectCommand({ ...this.putInput(path, opts), Body: body, ContentLength: body.length }), send);
         return;
       }
       if (n > 0) await flushPart();
       await this.client.send(
-        new CompleteMultipartUploadCommand({ Bucket: this.bucket, Key: this.key(path), UploadId: uploadId, MultipartUpload: { Parts: parts } }),
+        new this.sdk.CompleteMultipartUploadCommand({ Bucket: this.bucket, Key: this.key(path), UploadId: uploadId, MultipartUpload: { Parts: parts } }),
         send,
       );
     } catch (e) {
       if (uploadId !== undefined) {
         await this.client
-          .send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: this.key(path), UploadId: uploadId }))
+          .send(new this.sdk.AbortMultipartUploadCommand({ Bucket: this.bucket, Key: this.key(path), UploadId: uploadId }))
           .catch(() => undefined);
       }
       throw e;
@@ -457,7 +457,7 @@ export class S3Store implements FragmentStore {
     // it is by the file backend. (A concurrent removal between the two is not an error.)
     if (!(await this.exists(path))) throw new StoreNotFoundError(`store ${this.url}: remove ${path}: no such object`);
     try {
-      await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.key(path) }));
+      await this.client.send(new this.sdk.DeleteObjectCommand({ Bucket: this.bucket, Key: this.key(path) }));
     } catch (e) {
       throw this.fail('remove', path, e);
     }
@@ -466,7 +466,7 @@ export class S3Store implements FragmentStore {
   /** A presigned GET URL of the object, valid for `ttlMs` (rounded up to whole seconds). */
   async signGet(path: string, ttlMs: number): Promise<string> {
     try {
-      return await getSignedUrl(this.client, new GetObjectCommand({ Bucket: this.bucket, Key: this.key(path) }), {
+      return await this.sdk.getSignedUrl(this.client, new this.sdk.GetObjectCommand({ Bucket: this.bucket, Key: this.key(path) }), {
         expiresIn: Math.max(1, Math.ceil(ttlMs / 1000)),
       });
     } catch (e) {
@@ -482,7 +482,7 @@ export class S3Store implements FragmentStore {
   isAuthError(err: unknown): boolean {
     for (let e = err; e; e = (e as { cause?: unknown }).cause) {
       if (e instanceof StoreAuthError) return true;
-      if (e instanceof S3ServiceException) {
+      if (e instanceof this.sdk.S3ServiceException) {
         if (e.name === 'NoSuchBucket' || e.name === 'AccessDenied' || e.$metadata?.httpStatusCode === 403) return true;
       }
       if (!(e instanceof Error)) break;
