@@ -199,7 +199,7 @@ async function appendLocked(b: Broker, res: Local, replica: Replica, first: Appe
       if (!writable) refused = Status.NOT_ALLOWED;
       else if (mode === AppendRequest_Suspend.SUSPEND_IF_FLUSHED || mode === AppendRequest_Suspend.SUSPEND_NOW) refused = Status.NOT_ALLOWED;
       if (refused !== undefined) continue;
-      pipeline.content(m.content, BigInt(replica.spool.staged));
+      pipeline.content(m.content, replica.spool.staged);
       replica.spool.apply(m.content);
       hash.update(m.content);
       n += m.content.length;

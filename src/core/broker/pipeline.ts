@@ -5,7 +5,8 @@
 // stream fails, it is torn down and the next append builds a new one.
 
 import type { ClientDuplexStream } from '@grpc/grpc-js';
-import { ReplicateRequest, Status, type Fragment, type Header, type LabelSet, type ReplicateResponse, type Route } from '../../lib/protocol/gen/broker/protocol.js';
+import { JournalService, Status, type Fragment, type Header, type LabelSet, type ReplicateRequest, type ReplicateResponse, type Route } from '../../lib/protocol/gen/broker/protocol.js';
+import { encodeReplicateContent, encodeReplicateRequest } from './codec.js';
 import type { Peers } from './peers.js';
 
 export class PipelineError extends Error {}
@@ -17,7 +18,7 @@ class PeerStream {
 
   constructor(
     readonly endpoint: string,
-    private readonly call: ClientDuplexStream<ReplicateRequest, ReplicateResponse>,
+    private readonly call: ClientDuplexStream<Buffer, ReplicateResponse>,
   ) {
     call.on('data', (r: ReplicateResponse) => this.push(r));
     call.on('error', (e: Error) => this.fail(e));
@@ -35,9 +36,10 @@ class PeerStream {
     this.push(e);
   }
 
-  send(r: Partial<ReplicateRequest>): void {
+  /** Writes an encoded ReplicateRequest. */
+  send(encoded: Buffer): void {
     if (this.failed) throw new PipelineError(`replica ${this.endpoint}: ${this.failed.message}`);
-    this.call.write(ReplicateRequest.fromPartial(r));
+    this.call.write(encoded);
   }
 
   async recv(timeoutMs: number): Promise<ReplicateResponse> {
@@ -94,7 +96,11 @@ export class Pipeline {
       if (i === localIndex) return;
       const endpoint = route.endpoints[i];
       if (!endpoint) throw new PipelineError(`replica ${m.zone}#${m.suffix} has no endpoint`);
-      this.streams.push(new PeerStream(endpoint, peers.client(endpoint).replicate()));
+      // The stream takes requests already encoded (see codec.ts): content is encoded once for
+      // every replica.
+      const def = JournalService.replicate;
+      const call = peers.client(endpoint).makeBidiStreamRequest<Buffer, ReplicateResponse>(def.path, (b: Buffer) => b, def.responseDeserialize);
+      this.streams.push(new PeerStream(endpoint, call));
     });
     this.memberIds = route.members.filter((_, i) => i !== localIndex);
   }
@@ -114,7 +120,7 @@ export class Pipeline {
     this.streams.forEach((s, i) => {
       const req: Partial<ReplicateRequest> = { proposal, registers, acknowledge: true };
       if (this.first) req.header = { ...this.header, process_id: { ...this.memberIds[i]! } };
-      s.send(req);
+      s.send(encodeReplicateRequest(req));
     });
     this.first = false;
     const acks: Ack[] = [];
@@ -123,8 +129,10 @@ export class Pipeline {
   }
 
   /** Forward content; `delta` is the number of bytes staged before it since the last commit. */
-  content(content: Buffer, delta: bigint): void {
-    for (const s of this.streams) s.send({ content, content_delta: delta });
+  content(content: Buffer, delta: number): void {
+    if (this.streams.length === 0) return;
+    const encoded = encodeReplicateContent(content, delta);
+    for (const s of this.streams) s.send(encoded);
   }
 
   close(): void {
