@@ -10,6 +10,7 @@
 // per appended byte.
 
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Http2Server, ServerHttp2Session } from 'node:http2';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import { Server as GrpcServer, ServerCredentials } from '@grpc/grpc-js';
 import type { JournalServer } from '../../lib/protocol/gen/broker/protocol.js';
@@ -18,6 +19,41 @@ import { FlushService, type FlushServer } from '../../lib/protocol/gen/gazctl/fl
 import type { Metrics } from './metrics.js';
 
 const H2_PREFACE = Buffer.from('PRI * HTTP/2.0');
+
+/**
+ * HTTP/2 receive windows of our side of a gRPC connection. Node's default is the protocol's
+ * initial 65 535 bytes, for the connection and for each stream, and stays there; with it a client
+ * streaming an append (or a primary streaming to a replica) stops after every 64 KiB until our
+ * WINDOW_UPDATE comes back, and all streams of a connection share that one window. Upstream's
+ * gRPC server grows its windows with the measured bandwidth-delay product, up to 16 MiB; we set
+ * fixed ones: a stream may have 4 MiB in flight, a connection 16 MiB.
+ */
+export const STREAM_WINDOW_BYTES = 4 << 20;
+export const CONNECTION_WINDOW_BYTES = 16 << 20;
+
+/**
+ * Raises the receive windows of every HTTP/2 session the gRPC server makes. grpc-js has no option
+ * for a server's windows, so this reaches its HTTP/2 servers (a private field, checked at run
+ * time); false when it cannot, and the connections then keep Node's default windows.
+ */
+export function raiseReceiveWindows(grpc: GrpcServer): boolean {
+  const servers = (grpc as unknown as { http2Servers?: unknown }).http2Servers;
+  if (!(servers instanceof Map)) return false;
+  let hooked = false;
+  for (const server of servers.keys()) {
+    if (typeof (server as Http2Server | undefined)?.on !== 'function') continue;
+    (server as Http2Server).on('session', (session: ServerHttp2Session) => {
+      try {
+        session.settings({ initialWindowSize: STREAM_WINDOW_BYTES });
+        session.setLocalWindowSize(CONNECTION_WINDOW_BYTES);
+      } catch {
+        // a session already closing: nothing to raise
+      }
+    });
+    hooked = true;
+  }
+  return hooked;
+}
 
 export interface ServiceServer {
   port: number;
@@ -42,6 +78,7 @@ export async function startServer(opts: {
   grpc.addService(FastJournalService, opts.journal);
   if (opts.flush) grpc.addService(FlushService, opts.flush);
   const injector = grpc.createConnectionInjector(ServerCredentials.createInsecure());
+  raiseReceiveWindows(grpc);
 
   const http = createHttpServer((req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? '/').split('?')[0];
