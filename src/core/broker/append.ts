@@ -52,12 +52,12 @@ export class RpcError extends Error {
   }
 }
 
-function isCommitIntent(r: AppendRequest): boolean {
+/** Whether `r` sets no field besides (maybe) content. */
+function onlyContent(r: AppendRequest): boolean {
   return (
     !r.header &&
     r.journal === '' &&
     !r.do_not_proxy &&
-    r.content.length === 0 &&
     r.offset === 0n &&
     !r.check_registers &&
     !r.union_registers &&
@@ -67,8 +67,12 @@ function isCommitIntent(r: AppendRequest): boolean {
   );
 }
 
+function isCommitIntent(r: AppendRequest): boolean {
+  return r.content.length === 0 && onlyContent(r);
+}
+
 function isContentOnly(r: AppendRequest): boolean {
-  return isCommitIntent({ ...r, content: Buffer.alloc(0) }) && r.content.length > 0;
+  return r.content.length > 0 && onlyContent(r);
 }
 
 /** Registers after an append: subtract first, then union (the union's values win per name), as upstream. */
