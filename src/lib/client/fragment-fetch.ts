@@ -10,6 +10,7 @@ import { GazctlError } from '../protocol/errors.js';
 import { canDecode, CHUNK, decompressor } from '../codecs/index.js';
 import { FileStore, openFileURL } from '../stores/file.js';
 import { StoreError } from '../stores/store.js';
+import { RawGet } from './http-get.js';
 
 /** A direct fragment read failed (HTTP status, I/O, corrupt or mis-sized content). */
 export class DirectReadError extends GazctlError {}
@@ -260,6 +261,18 @@ class WholeGzipSource implements FragmentSource {
   }
 }
 
+/** The body of a plain HTTP GET, in the pieces the socket filled. */
+class RawBodySource implements FragmentSource {
+  readonly skipped = 0n;
+  constructor(private readonly get: RawGet) {}
+  next(): Promise<Buffer | null> {
+    return this.get.next();
+  }
+  close(): void {
+    this.get.close();
+  }
+}
+
 /** The whole body of `res`, which announced `size` bytes. */
 async function readBody(res: IncomingMessage, size: number): Promise<Buffer> {
   const parts: Buffer[] = [];
@@ -322,6 +335,15 @@ export async function openFragmentSource(
   const gzip = codec === CompressionCodec.GZIP || codec === CompressionCodec.GZIP_OFFLOAD_DECOMPRESSION;
   const length = Number(opts.length);
   const whole = Math.min(WHOLE_MAX, opts.wholeMax ?? WHOLE_MAX);
+  // Plain http:// URLs: the lean GET of http-get.ts where the answer is one it handles.
+  if (u?.protocol === 'http:' && codec === CompressionCodec.GZIP && length <= whole) {
+    const g = await RawGet.open(u, { accept: 'gzip', encodings: ['', 'identity', 'gzip'], wholeMax: WHOLE_MAX, maxBody: WHOLE_MAX, signal: opts.signal });
+    if (g) return new WholeGzipSource(() => g.whole(), () => g.close(), length);
+  }
+  if (u?.protocol === 'http:' && raw) {
+    const g = await RawGet.open(u, { accept: 'identity', encodings: ['', 'identity'], signal: opts.signal });
+    if (g) return new RawBodySource(g);
+  }
   if ((u?.protocol === 'http:' || u?.protocol === 'https:') && codec === CompressionCodec.GZIP && length <= whole) {
     // A signed URL of a GZIP object: the body is the stored gzip, small next to its content.
     const res = await httpGet(u, 'gzip', opts.signal);
