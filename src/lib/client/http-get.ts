@@ -89,7 +89,8 @@ export class RawGet {
   private constructor(url: URL, opts: RawGetOptions) {
     this.opts = opts;
     this.where = `${url.origin}${url.pathname}`;
-    this.buf = Buffer.allocUnsafeSlow(PIECE);
+    // The head (and the first body bytes that come with it, copied to the first piece).
+    this.buf = Buffer.allocUnsafeSlow(MAX_HEAD);
   }
 
   static open(url: URL, opts: RawGetOptions): Promise<RawGet | undefined> {
@@ -121,7 +122,7 @@ export class RawGet {
 
   /** Where the next socket read goes. */
   private target(): Buffer {
-    if (!this.headDone) return this.buf.subarray(this.fill, Math.min(this.buf.length, MAX_HEAD + PIECE));
+    if (!this.headDone) return this.buf.subarray(this.fill);
     if (this.fill === this.buf.length) this.nextBuffer();
     return this.buf.subarray(this.fill, this.fill + Math.min(this.left, this.buf.length - this.fill));
   }

@@ -152,6 +152,10 @@ test('a body cut short, a connection closed before any answer, and garbage fail 
   await withRaw(Buffer.from('SSH-2.0-OpenSSH\r\n\r\n', 'latin1'), 'end', async (base) => {
     await assert.rejects(openFragmentSource({ url: `${base}/f`, what: 'f' }, CompressionCodec.NONE, { length: 5000n }), /fetching fragment .*: malformed HTTP response/);
   });
+  const huge = Buffer.from(`HTTP/1.1 200 OK\r\n${'X-Pad: 0123456789abcdef\r\n'.repeat(4000)}`, 'latin1');
+  await withRaw(huge, 'hold', async (base) => {
+    await assert.rejects(openFragmentSource({ url: `${base}/f`, what: 'f' }, CompressionCodec.NONE, { length: 5000n }), /fetching fragment .*: response head is too large/);
+  });
   const long = Buffer.concat([Buffer.from('HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n', 'latin1'), Buffer.from('abcdef')]);
   await withRaw(long, 'end', async (base) => {
     await assert.rejects(openFragmentSource({ url: `${base}/f`, what: 'f' }, CompressionCodec.NONE, { length: 3n }), /more bytes than the announced 3/);
