@@ -1,54 +1,19 @@
 // One port for gRPC and HTTP, as upstream's broker serves both on its service port: each
 // connection's first bytes decide. The HTTP/2 connection preface goes to the gRPC server (grpc-js
 // takes injected connections); anything else is HTTP/1 for /debug/ready and /metrics.
+//
+// Either way the bytes read to decide are put back with unshift() and the socket itself is handed
+// over. Node's HTTP/2 session takes over the socket's native handle and first consumes whatever
+// is already buffered on the JS side (Node 20 does; our engines floor). Wrapping the socket in a
+// JS duplex instead would make every HTTP/2 frame in either direction pass through JS stream
+// code, which costs more CPU than the RPCs themselves on bulk reads and appends.
 
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { Duplex } from 'node:stream';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import { Server as GrpcServer, ServerCredentials } from '@grpc/grpc-js';
 import { JournalService, type JournalServer } from '../../lib/protocol/gen/broker/protocol.js';
 import { FlushService, type FlushServer } from '../../lib/protocol/gen/gazctl/flush.js';
 import type { Metrics } from './metrics.js';
-
-/**
- * A socket whose first bytes were already read, as a plain duplex stream. Node's HTTP/2 reads a
- * net.Socket's handle directly and would miss bytes put back with unshift(); through a JS stream
- * it sees them.
- */
-class PrefixedSocket extends Duplex {
-  constructor(
-    private readonly socket: Socket,
-    head: Buffer,
-  ) {
-    super();
-    this.push(head);
-    socket.on('data', (d: Buffer) => {
-      if (!this.push(d)) socket.pause();
-    });
-    socket.on('end', () => this.push(null));
-    socket.on('close', () => this.destroy());
-    socket.on('error', (e) => this.destroy(e));
-  }
-  get remoteAddress(): string | undefined {
-    return this.socket.remoteAddress;
-  }
-  get remotePort(): number | undefined {
-    return this.socket.remotePort;
-  }
-  override _read(): void {
-    this.socket.resume();
-  }
-  override _write(chunk: Buffer, _enc: BufferEncoding, cb: (e?: Error | null) => void): void {
-    this.socket.write(chunk, cb);
-  }
-  override _final(cb: (e?: Error | null) => void): void {
-    this.socket.end(() => cb());
-  }
-  override _destroy(err: Error | null, cb: (e?: Error | null) => void): void {
-    this.socket.destroy(err ?? undefined);
-    cb(err);
-  }
-}
 
 const H2_PREFACE = Buffer.from('PRI * HTTP/2.0');
 
@@ -102,9 +67,9 @@ export async function startServer(opts: {
       if (isH2 && head.length < H2_PREFACE.length) return; // need more bytes to decide
       socket.off('data', onData);
       socket.pause();
-      if (isH2) injector.injectConnection(new PrefixedSocket(socket, head));
+      socket.unshift(head);
+      if (isH2) injector.injectConnection(socket);
       else {
-        socket.unshift(head);
         http.emit('connection', socket);
         socket.resume();
       }
