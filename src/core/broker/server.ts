@@ -14,6 +14,7 @@ import { Server as GrpcServer, ServerCredentials } from '@grpc/grpc-js';
 import { JournalService, type JournalServer } from '../../lib/protocol/gen/broker/protocol.js';
 import { FlushService, type FlushServer } from '../../lib/protocol/gen/gazctl/flush.js';
 import type { Metrics } from './metrics.js';
+import { serializeReadResponse } from './read-wire.js';
 
 const H2_PREFACE = Buffer.from('PRI * HTTP/2.0');
 
@@ -37,7 +38,8 @@ export async function startServer(opts: {
     'grpc.max_send_message_length': 16 << 20,
     'grpc.keepalive_permit_without_calls': 1,
   });
-  grpc.addService(JournalService, opts.journal);
+  // Read's responses may come encoded already (content chunks, see read-wire.ts).
+  grpc.addService({ ...JournalService, read: { ...JournalService.read, responseSerialize: serializeReadResponse } }, opts.journal);
   if (opts.flush) grpc.addService(FlushService, opts.flush);
   const injector = grpc.createConnectionInjector(ServerCredentials.createInsecure());
 
