@@ -7,6 +7,12 @@
 // The bytes are exactly what the generated encoder writes for `ReadResponse{offset, content}`:
 // field 3 (offset, int64 varint) unless it is 0, then field 7 (content, length-delimited); a
 // test checks the two agree.
+//
+// Message buffers are recycled: the reader hands each one back (recycleContent) from its write
+// callback, which grpc-js calls once the message has gone out to HTTP/2, long after it copied the
+// bytes into its own frame. Allocating a fresh 32 KiB buffer per chunk instead makes V8 count
+// every byte read as new external memory, and a bulk read then spends a good part of its time in
+// full garbage collections.
 
 import { ReadResponse } from '../../lib/protocol/gen/broker/protocol.js';
 
@@ -15,6 +21,33 @@ export type ReadWireMessage = ReadResponse | Buffer;
 
 const TAG_OFFSET = 0x18; // field 3, varint
 const TAG_CONTENT = 0x3a; // field 7, length-delimited
+
+/** Room of a recycled buffer: an upstream-sized chunk (32 736 bytes) with its header fits. */
+const SLOT_BYTES = 32 * 1024;
+/** Recycled buffers kept; beyond that they are left to the garbage collector. */
+const POOL_MAX = 64;
+const pool: ArrayBuffer[] = [];
+/**
+ * Messages on pooled buffers not given back yet. Keyed by the message, not its memory, so that a
+ * message given back twice cannot hand over memory that another message holds by then.
+ */
+const lent = new WeakSet<Buffer>();
+
+function messageBuffer(size: number): Buffer {
+  if (size > SLOT_BYTES) return Buffer.allocUnsafe(size);
+  const msg = Buffer.from(pool.pop() ?? new ArrayBuffer(SLOT_BYTES), 0, size);
+  lent.add(msg);
+  return msg;
+}
+
+/**
+ * Gives the buffer of a message from {@link encodeContentInto} or {@link encodeContent} back for
+ * reuse. Only once nothing will read the message any more (it has been sent or dropped).
+ */
+export function recycleContent(msg: Buffer): void {
+  if (!lent.delete(msg)) return;
+  if (pool.length < POOL_MAX) pool.push(msg.buffer as ArrayBuffer);
+}
 
 function varintLength(v: number): number {
   let n = 1;
@@ -72,15 +105,22 @@ export function encodeContentInto(offset: bigint, length: number, fill: (dst: Bu
   }
   const o = Number(offset);
   const at = prefixLength(o, length);
-  const msg = Buffer.allocUnsafe(at + length);
-  const got = fill(msg, at, length);
-  if (got <= 0) return undefined;
+  const msg = messageBuffer(at + length);
+  let got: number;
+  try {
+    got = fill(msg, at, length);
+  } catch (e) {
+    recycleContent(msg);
+    throw e;
+  }
   if (got === length) {
     writePrefix(msg, o, length);
     return msg;
   }
   // Short read: the length prefix may be shorter too, so encode the bytes read afresh.
-  return encodeContent(offset, msg.subarray(at, at + got));
+  const short = got > 0 ? encodeContent(offset, msg.subarray(at, at + got)) : undefined;
+  recycleContent(msg);
+  return short;
 }
 
 /** The encoded `ReadResponse{offset, content}` (content not empty), content copied in once. */
@@ -88,7 +128,7 @@ export function encodeContent(offset: bigint, content: Uint8Array): Buffer {
   if (!plainOffset(offset)) return generated(offset, content);
   const o = Number(offset);
   const at = prefixLength(o, content.length);
-  const msg = Buffer.allocUnsafe(at + content.length);
+  const msg = messageBuffer(at + content.length);
   writePrefix(msg, o, content.length);
   msg.set(content, at);
   return msg;

@@ -4,8 +4,9 @@
 //
 // Content chunks are encoded by hand (read-wire.ts): spool content is read from the file straight
 // into the message buffer, and grpc-js copies that once more into its frame, which is all the
-// copying a byte of content sees here. Chunks are written without a promise each: the loop keeps
-// writing while the call takes more, and waits for 'drain' only when write() says so.
+// copying a byte of content sees here; the message buffers are recycled once sent. Chunks are
+// written without a promise each: the loop keeps writing while the call takes more, and waits for
+// 'drain' only when write() says so.
 
 import type { ServerWritableStream } from '@grpc/grpc-js';
 import type { Readable } from 'node:stream';
@@ -15,7 +16,7 @@ import { ReadResponse, Status, type Fragment, type Header, type ReadRequest } fr
 import { readLocalInto, SpoolFileClosedError, type LocalFragment } from '../fragment/spool.js';
 import type { Broker } from './broker.js';
 import type { Replica } from './replica.js';
-import { encodeContent, encodeContentInto, type ReadWireMessage } from './read-wire.js';
+import { encodeContent, encodeContentInto, recycleContent, type ReadWireMessage } from './read-wire.js';
 
 /**
  * Largest content chunk of one response, as upstream's: just under 32 KiB, so that a whole
@@ -114,7 +115,8 @@ export async function serveRead(b: Broker, call: ServerWritableStream<ReadReques
             let c = chunk.subarray(0, Number(stop - offset));
             while (c.length > 0 && !ac.signal.aborted) {
               const part = c.subarray(0, READ_CHUNK);
-              const more = wire.write(encodeContent(offset, part));
+              const msg = encodeContent(offset, part);
+              const more = wire.write(msg, () => recycleContent(msg));
               offset += BigInt(part.length);
               c = c.subarray(part.length);
               if (!more) await drained(wire, ac.signal);
@@ -151,7 +153,8 @@ async function streamLocal(call: Call, lf: LocalFragment, offset: bigint, stop: 
       throw e;
     }
     if (!msg) break;
-    const more = call.write(msg);
+    const sent = msg;
+    const more = call.write(msg, () => recycleContent(sent));
     pos += BigInt(got);
     if (!more) await drained(call, signal);
   }

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
 import { READ_CHUNK } from '../../../../src/core/broker/read.js';
-import { encodeContent, encodeContentInto, serializeReadResponse } from '../../../../src/core/broker/read-wire.js';
+import { encodeContent, encodeContentInto, recycleContent, serializeReadResponse } from '../../../../src/core/broker/read-wire.js';
 import { ReadResponse, Status } from '../../../../src/lib/protocol/gen/broker/protocol.js';
 
 function generated(offset: bigint, content: Buffer): Buffer {
@@ -105,5 +105,48 @@ describe('read content encoding', () => {
       fragment_url: 'file:///x',
     });
     assert.deepEqual(serializeReadResponse(meta), Buffer.from(ReadResponse.encode(meta).finish()));
+  });
+});
+
+describe('read content buffers', () => {
+  it('a message given back lends its memory to the next one, once', () => {
+    const a = encodeContent(10n, content(100, 1));
+    recycleContent(a);
+    const b = encodeContent(20n, content(200, 2));
+    assert.equal(b.buffer, a.buffer, 'the memory of a is reused');
+    // a given back again (a bug) must not free b's memory: c gets memory of its own.
+    recycleContent(a);
+    const c = encodeContent(30n, content(300, 3));
+    assert.notEqual(c.buffer, b.buffer);
+    assert.deepEqual(b, generated(20n, content(200, 2)));
+    assert.deepEqual(c, generated(30n, content(300, 3)));
+    recycleContent(b);
+    recycleContent(c);
+  });
+
+  it('buffers not from the pool are never taken into it', () => {
+    const foreign = Buffer.alloc(32 * 1024);
+    recycleContent(foreign);
+    const big = encodeContent(1n, content(100_000, 4)); // larger than a pooled buffer
+    recycleContent(big);
+    for (let i = 0; i < 100; i++) {
+      const m = encodeContent(BigInt(i), content(10, i));
+      assert.notEqual(m.buffer, foreign.buffer);
+      assert.notEqual(m.buffer, big.buffer);
+    }
+  });
+
+  it('a short fill gives its buffer back and encodes what was read', () => {
+    const c = content(100, 5);
+    const m = encodeContentInto(77n, 1000, (dst, at) => {
+      c.copy(dst, at);
+      return 100;
+    })!;
+    assert.deepEqual(m, generated(77n, c));
+    assert.throws(() =>
+      encodeContentInto(78n, 1000, () => {
+        throw new Error('closed');
+      }),
+    /closed/);
   });
 });
