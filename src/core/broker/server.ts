@@ -17,6 +17,7 @@ import type { JournalServer } from '../../lib/protocol/gen/broker/protocol.js';
 import { FastJournalService } from './codec.js';
 import { FlushService, type FlushServer } from '../../lib/protocol/gen/gazctl/flush.js';
 import type { Metrics } from './metrics.js';
+import { serializeReadResponse } from './read-wire.js';
 
 const H2_PREFACE = Buffer.from('PRI * HTTP/2.0');
 
@@ -75,7 +76,9 @@ export async function startServer(opts: {
     'grpc.max_send_message_length': 16 << 20,
     'grpc.keepalive_permit_without_calls': 1,
   });
-  grpc.addService(FastJournalService, opts.journal);
+  // Append and Replicate decode content without a copy (codec.ts); Read's responses may come
+  // encoded already (content chunks, see read-wire.ts).
+  grpc.addService({ ...FastJournalService, read: { ...FastJournalService.read, responseSerialize: serializeReadResponse } }, opts.journal);
   if (opts.flush) grpc.addService(FlushService, opts.flush);
   const injector = grpc.createConnectionInjector(ServerCredentials.createInsecure());
   raiseReceiveWindows(grpc);

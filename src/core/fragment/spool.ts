@@ -112,15 +112,24 @@ export class SpoolFile {
 
   /** Up to `length` bytes at `position` (fewer only at the end of the file). */
   readAt(position: number, length: number): Buffer {
-    this.checkOpen();
     const buf = Buffer.allocUnsafe(length);
+    const got = this.readInto(position, buf, 0, length);
+    return got === length ? buf : buf.subarray(0, got);
+  }
+
+  /**
+   * Reads up to `length` bytes at `position` into `dst` from `at` on, so a caller can read straight
+   * into a larger buffer of its own; returns the bytes read (fewer only at the end of the file).
+   */
+  readInto(position: number, dst: Uint8Array, at: number, length: number): number {
+    this.checkOpen();
     let got = 0;
     while (got < length) {
-      const n = fs.readSync(this.h.fd, buf, got, length - got, position + got);
+      const n = fs.readSync(this.h.fd, dst, at + got, length - got, position + got);
       if (n === 0) break;
       got += n;
     }
-    return got === length ? buf : buf.subarray(0, got);
+    return got;
   }
 
   /** Streams `[start, end)` of the file in `chunk`-byte pieces. */
@@ -178,6 +187,20 @@ export function readLocal(lf: LocalFragment, offset: bigint, max: number): Buffe
   const n = Math.min(max, Number(f.end - offset));
   if (n === 0 || !lf.file) return Buffer.alloc(0);
   return lf.file.readAt(Number(offset - f.begin), n);
+}
+
+/**
+ * Like {@link readLocal}, into `dst` from `at` on: up to `max` committed bytes of `lf` at journal
+ * offset `offset`; returns how many were read.
+ */
+export function readLocalInto(lf: LocalFragment, offset: bigint, dst: Uint8Array, at: number, max: number): number {
+  const f = lf.fragment;
+  if (offset < f.begin || offset > f.end) {
+    throw new RangeError(`offset ${offset} is outside fragment [${f.begin}, ${f.end})`);
+  }
+  const n = Math.min(max, Number(f.end - offset));
+  if (n === 0 || !lf.file) return 0;
+  return lf.file.readInto(Number(offset - f.begin), dst, at, n);
 }
 
 /** Streams the content of `lf` from journal offset `from` (default: its begin) to its end. */
