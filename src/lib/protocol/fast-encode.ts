@@ -26,9 +26,10 @@ import type { Duration } from './gen/google/protobuf/duration.js';
 /** Thrown inside the fast path when the request needs the generated encoder. */
 const BAIL: unique symbol = Symbol('fast-encode: use the generated encoder');
 
-// Encoding is synchronous, so module state is safe: the lengths of the sub-messages in the order
-// the measuring pass met them (the writing pass meets them in the same order), and the output.
-let lens: number[] = [];
+// Encoding is synchronous, so module state is safe: the lengths of the sub-messages and strings
+// in the order the measuring pass met them (the writing pass meets them in the same order), and
+// the output.
+let lens = new Int32Array(1024);
 let li = 0;
 let out: Buffer = Buffer.alloc(0);
 let pos = 0;
@@ -85,21 +86,32 @@ function strLen(s: unknown): number {
 /** A length-delimited field of `len` bytes, tag included (every tag here is one byte). */
 const delimitedLen = (len: number) => 1 + varint32Len(len) + len;
 
+/** A string field's size; its UTF-8 length is kept for the writing pass, like a sub-message's. */
+function strField(s: unknown): number {
+  const len = strLen(s);
+  lens[reserve()] = len;
+  return delimitedLen(len);
+}
+
 function isObject(v: unknown): v is object {
   return typeof v === 'object' && v !== null;
 }
 
 /** Reserves the slot of a sub-message's length; the caller fills it in once it is known. */
 function reserve(): number {
-  lens.push(0);
+  if (li === lens.length) {
+    const more = new Int32Array(lens.length * 2);
+    more.set(lens);
+    lens = more;
+  }
   return li++;
 }
 
 function sizeLabel(m: Label): number {
   const slot = reserve();
   let n = 0;
-  if (m.name !== '') n += delimitedLen(strLen(m.name));
-  if (m.value !== '') n += delimitedLen(strLen(m.value));
+  if (m.name !== '') n += strField(m.name);
+  if (m.value !== '') n += strField(m.value);
   if (m.prefix !== false) {
     if (m.prefix !== true) throw BAIL;
     n += 2;
@@ -136,11 +148,11 @@ function sizeFragment(m: JournalSpec_Fragment): number {
   let n = 0;
   if (m.length !== 0n) n += 1 + int64Len(m.length);
   if (m.compression_codec !== 0) n += 1 + int32Len(m.compression_codec);
-  for (const s of m.stores) n += delimitedLen(strLen(s));
+  for (const s of m.stores) n += strField(s);
   if (m.refresh_interval !== undefined) n += delimitedLen(sizeDuration(m.refresh_interval));
   if (m.retention !== undefined) n += delimitedLen(sizeDuration(m.retention));
   if (m.flush_interval !== undefined) n += delimitedLen(sizeDuration(m.flush_interval));
-  if (m.path_postfix_template !== '') n += delimitedLen(strLen(m.path_postfix_template));
+  if (m.path_postfix_template !== '') n += strField(m.path_postfix_template);
   lens[slot] = n;
   return n;
 }
@@ -159,7 +171,7 @@ function sizeSpec(m: JournalSpec): number {
   if (!isObject(m)) throw BAIL;
   const slot = reserve();
   let n = 0;
-  if (m.name !== '') n += delimitedLen(strLen(m.name));
+  if (m.name !== '') n += strField(m.name);
   if (m.replication !== 0) n += 1 + int32Len(m.replication);
   if (m.labels !== undefined) n += delimitedLen(sizeLabelSet(m.labels));
   if (m.fragment !== undefined) n += delimitedLen(sizeFragment(m.fragment));
@@ -176,7 +188,7 @@ function sizeChange(m: ApplyRequest_Change): number {
   let n = 0;
   if (m.expect_mod_revision !== 0n) n += 1 + int64Len(m.expect_mod_revision);
   if (m.upsert !== undefined) n += delimitedLen(sizeSpec(m.upsert));
-  if (m.delete !== '') n += delimitedLen(strLen(m.delete));
+  if (m.delete !== '') n += strField(m.delete);
   lens[slot] = n;
   return n;
 }
@@ -218,7 +230,7 @@ function putInt64(v: bigint): void {
 
 function putString(tag: number, s: string): void {
   out[pos++] = tag;
-  const len = strLen(s);
+  const len = lens[li++]!;
   putVarint32(len);
   if (len === s.length) {
     // ASCII (a UTF-8 length equal to the UTF-16 length means no character above 0x7f).
@@ -328,25 +340,25 @@ function putChange(m: ApplyRequest_Change): void {
  * leaves to the generated encoder (see the top of this file).
  */
 export function encodeApplyRequestFast(req: ApplyRequest): Buffer | undefined {
-  lens = [];
   li = 0;
   try {
     if (!isObject(req) || !Array.isArray(req.changes)) return undefined;
     let total = 0;
     for (const c of req.changes) total += delimitedLen(sizeChange(c));
-    out = Buffer.allocUnsafe(total);
+    const measured = li;
+    const bytes = Buffer.allocUnsafe(total);
+    out = bytes;
     pos = 0;
     li = 0;
     for (const c of req.changes) putChange(c);
-    // Both passes must have met the same sub-messages and written exactly the measured bytes.
-    if (pos !== total || li !== lens.length) return undefined;
-    return out;
+    // Both passes must have met the same fields and written exactly the measured bytes.
+    if (pos !== total || li !== measured) return undefined;
+    return bytes;
   } catch {
     // BAIL, or anything unexpected on the way (a getter that throws, say): the generated
     // encoder then encodes the request or reports the problem its own way.
     return undefined;
   } finally {
-    lens = [];
     out = EMPTY;
   }
 }
