@@ -33,14 +33,32 @@ export async function planJournalApply(
   return planJournalChanges(changes, listing.journals);
 }
 
-/** Plans and applies journal changes; returns a one-line summary for stderr. */
+/**
+ * Whether every change creates a journal (an upsert expecting revision 0). Such a run needs no
+ * listing to plan it: a create is never "unchanged", so every change is sent whatever exists,
+ * and what the listing would add (the names that already exist) matters only to explain a
+ * refused transaction.
+ */
+function allCreates(changes: readonly ApplyRequest_Change[]): boolean {
+  for (const c of changes) if (c.upsert === undefined || c.expect_mod_revision !== 0n) return false;
+  return true;
+}
+
+/**
+ * Plans and applies journal changes; returns a one-line summary for stderr. A run of creates
+ * only is sent without listing first (as upstream gazctl sends any apply); when its transaction
+ * is refused, the journals of the failed batch and after it are listed then, to name the
+ * conflicts as a plan made beforehand would have (the batches before it were applied, and
+ * cannot have conflicted, or they would have been refused).
+ */
 export async function applyJournalChanges(
   client: Pick<JournalClient, 'list' | 'apply'>,
   changes: ApplyRequest_Change[],
   maxTxnSize: number,
   progress?: (done: number, total: number) => void,
 ): Promise<{ summary: string; revision: bigint }> {
-  const plan = await planJournalApply(changes, (sel) => client.list(sel));
+  const creates = allCreates(changes);
+  const plan = creates ? planJournalChanges(changes, []) : await planJournalApply(changes, (sel) => client.list(sel));
   if (plan.changes.length === 0) return { summary: renderNothingToApply(plan, 'journal'), revision: 0n };
   checkMaxTxnSize(maxTxnSize);
   let result: { revision: bigint; batches: number };
@@ -50,8 +68,27 @@ export async function applyJournalChanges(
       onBatch: progress ? (b) => progress(b.applied, b.total) : undefined,
     });
   } catch (err) {
-    if (err instanceof ApplyError) throw explainApplyFailure(err, plan);
+    if (err instanceof ApplyError) {
+      const explained = creates && err.reason === 'revision-mismatch' ? await conflictsFrom(client, plan, err.applied) : plan;
+      throw explainApplyFailure(err, explained);
+    }
     throw err;
   }
   return { summary: renderApplied(plan, result, 'journal'), revision: result.revision };
+}
+
+/**
+ * The plan of the changes from index `from` on, against a listing made now; `plan` itself when
+ * the listing fails (the failure is then explained without naming conflicts).
+ */
+async function conflictsFrom(
+  client: Pick<JournalClient, 'list'>,
+  plan: ApplyPlan<ApplyRequest_Change>,
+  from: number,
+): Promise<ApplyPlan<ApplyRequest_Change>> {
+  try {
+    return await planJournalApply(plan.changes.slice(from), (sel) => client.list(sel));
+  } catch {
+    return plan;
+  }
 }

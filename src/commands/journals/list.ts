@@ -3,7 +3,7 @@ import { selector } from '../../cli/flags.js';
 import { formatOption, renderTable } from '../../cli/render.js';
 import { booleanOption, listOption, oclifFlags, options, type OptionValues } from '../../cli/options.js';
 import { journalListResponseToJson } from '../../lib/protocol/protojson.js';
-import { encodeJournalTree, journalTreeFromListing } from '../../lib/journalspace/journalspace.js';
+import { encodeJournalTreeBytes, journalTreeFromListing } from '../../lib/journalspace/journalspace.js';
 import { labelValues } from '../../lib/protocol/labels.js';
 import { JournalSpec_Suspend_Level, type ListResponse } from '../../lib/protocol/gen/broker/protocol.js';
 
@@ -54,7 +54,7 @@ With --watch the listing is printed again after every change, until interrupted.
         for await (const snapshot of client.watchJournals(selector, { signal: ac.signal })) {
           const text = this.render(snapshot, flags);
           // Watch output is one document per snapshot; JSON documents are newline-delimited.
-          process.stdout.write(flags.format === 'json' ? text + '\n' : text);
+          process.stdout.write(typeof text === 'string' && flags.format === 'json' ? text + '\n' : text);
         }
       } catch (err) {
         if (!ac.signal.aborted) throw err;
@@ -64,9 +64,10 @@ With --watch the listing is printed again after every change, until interrupted.
     }
   }
 
-  private render(resp: ListResponse, flags: ListOptions, lastUse = false): string {
+  /** The listing as the output shows it: text, or (YAML) its UTF-8 bytes, written as they are. */
+  private render(resp: ListResponse, flags: ListOptions, lastUse = false): string | Uint8Array {
     if (flags.format === 'json') return journalListResponseToJson(resp);
-    if (flags.format === 'yaml') return encodeJournalTree(journalTreeFromListing(resp.journals, { adoptSpecs: lastUse }));
+    if (flags.format === 'yaml') return encodeJournalTreeBytes(journalTreeFromListing(resp.journals, { adoptSpecs: lastUse }));
     const headers = ['Name'];
     if (flags.rf) headers.push('RF');
     if (flags.primary) headers.push('Primary');

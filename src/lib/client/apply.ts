@@ -111,19 +111,37 @@ function isRevisionMismatch(e: BrokerStatusError | ConsumerStatusError): boolean
  * Sends `changes` through `send` in batches of at most `opts.maxTxnSize` (0 or absent: one
  * request; an empty list is still sent once), one after another. The first failure stops the
  * run and is thrown as an {@link ApplyError}; an abort is rethrown as is.
+ *
+ * With `prepare`, each batch is prepared (e.g. encoded) before it is sent, and `send` gets the
+ * result with it: the next batch is prepared while the current one's request is in flight, so
+ * the wait for the service and the work for the next request overlap. Batches are still sent
+ * strictly one after another. A `prepare` that throws is not a failure of its own: `send` then
+ * gets undefined for that batch and handles it unprepared (so any error comes from sending it,
+ * as without `prepare`).
  */
-export async function applyInBatches<C, R extends { status: number; header?: { etcd?: { revision: bigint } } }>(
+export async function applyInBatches<C, R extends { status: number; header?: { etcd?: { revision: bigint } } }, P = never>(
   changes: readonly C[],
-  send: (batch: C[]) => Promise<R>,
+  send: (batch: C[], prepared?: P) => Promise<R>,
   service: ApplyService<R>,
   opts: ApplyOptions = {},
+  prepare?: (batch: C[]) => P,
 ): Promise<ApplyResult<R>> {
   const batches = batchChanges(changes, opts.maxTxnSize ?? 0);
   const total = changes.length;
   let applied = 0;
   let revision = 0n;
   let last: R | undefined;
-  for (let b = 0; b < batches.length; b++) {
+  const ahead = prepare ? new Prepared(batches, prepare) : undefined;
+  try {
+    for (let b = 0; b < batches.length; b++) {
+      await sendBatch(b);
+    }
+  } finally {
+    ahead?.cancel();
+  }
+  return { revision, batches: batches.length, applied, response: last! };
+
+  async function sendBatch(b: number): Promise<void> {
     const batch = batches[b]!;
     // The message of a one-batch run is the plain status or transport error, as from any RPC.
     const context =
@@ -146,7 +164,12 @@ export async function applyInBatches<C, R extends { status: number; header?: { e
       );
     let res: R;
     try {
-      res = await send(batch);
+      if (ahead) {
+        const pending = send(batch, ahead.take(b));
+        // The next batch is prepared once this request is on its way (after the I/O of this turn).
+        if (b + 1 < batches.length) ahead.schedule(b + 1);
+        res = await pending;
+      } else res = await send(batch);
     } catch (err) {
       if (isAbortError(err)) throw err;
       const reason = isTooManyOperations(err) ? 'too-many-operations' : 'other';
@@ -161,5 +184,51 @@ export async function applyInBatches<C, R extends { status: number; header?: { e
     last = res;
     opts.onBatch?.({ index: b, batches: batches.length, size: batch.length, applied, total, revision });
   }
-  return { revision, batches: batches.length, applied, response: last! };
+}
+
+/** The one batch prepared ahead of its turn (see applyInBatches). */
+class Prepared<C, P> {
+  private index = -1;
+  private value: P | undefined;
+  private timer: NodeJS.Immediate | undefined;
+
+  constructor(
+    private readonly batches: readonly C[][],
+    private readonly prepare: (batch: C[]) => P,
+  ) {}
+
+  /** Prepares batch `i` on a later turn of the event loop. */
+  schedule(i: number): void {
+    this.cancel();
+    this.timer = setImmediate(() => {
+      this.timer = undefined;
+      this.run(i);
+    });
+  }
+
+  /** Batch `i` prepared: ahead of time when that is done, else now; undefined when prepare threw. */
+  take(i: number): P | undefined {
+    if (this.index !== i) {
+      this.cancel();
+      this.run(i);
+    }
+    const v = this.value;
+    this.index = -1;
+    this.value = undefined;
+    return v;
+  }
+
+  cancel(): void {
+    if (this.timer !== undefined) clearImmediate(this.timer);
+    this.timer = undefined;
+  }
+
+  private run(i: number): void {
+    this.index = i;
+    try {
+      this.value = this.prepare(this.batches[i]!);
+    } catch {
+      this.value = undefined;
+    }
+  }
 }

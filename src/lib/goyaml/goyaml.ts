@@ -275,35 +275,63 @@ function spaces(n: number): string {
 }
 
 class Writer {
-  /** Finished lines (with their line breaks); `line` is the one being written. */
-  private readonly lines: string[] = [];
-  private line = '';
+  // The document as UTF-8, written into one buffer that grows by doubling (a listing's document
+  // is megabytes of short pieces; gathering them as strings made as many strings to collect).
+  private buf = Buffer.allocUnsafe(16 * 1024);
+  private len = 0;
   column = 0;
   whitespace = true;
   indention = true;
 
   get out(): string {
-    return this.lines.join('') + this.line;
+    return this.buf.toString('utf8', 0, this.len);
+  }
+
+  /** The document's bytes (a view of the writer's buffer). */
+  get bytes(): Buffer {
+    return this.buf.subarray(0, this.len);
+  }
+
+  /** Appends `text` (which holds no line break) as UTF-8. */
+  private append(text: string): void {
+    const n = text.length;
+    // A UTF-16 unit takes at most three UTF-8 bytes.
+    if (this.len + 3 * n > this.buf.length) {
+      const more = Buffer.allocUnsafe(Math.max(2 * this.buf.length, this.len + 3 * n));
+      this.buf.copy(more, 0, 0, this.len);
+      this.buf = more;
+    }
+    const buf = this.buf;
+    let at = this.len;
+    for (let i = 0; i < n; i++) {
+      const c = text.charCodeAt(i);
+      if (c > 0x7f) {
+        // Not ASCII: the rest goes through the UTF-8 encoder.
+        this.len = at + buf.write(text.slice(i), at, 'utf8');
+        return;
+      }
+      buf[at++] = c;
+    }
+    this.len = at;
   }
 
   put(ch: string): void {
-    this.line += ch;
+    this.append(ch);
     this.column++;
   }
   /** Appends text that holds no line break and is `columns` wide. */
   putText(text: string, columns: number): void {
-    this.line += text;
+    this.append(text);
     this.column += columns;
   }
   putBreak(): void {
-    this.lines.push(this.line + '\n');
-    this.line = '';
+    this.append('\n');
     this.column = 0;
   }
   writeBreakChar(ch: string): void {
     if (ch === '\n') this.putBreak();
     else {
-      this.line += ch;
+      this.append(ch);
       this.column = 0;
     }
   }
@@ -576,6 +604,12 @@ export class GoYamlStream {
     if (!this.any) return '{}\n';
     this.w.writeIndent(0);
     return this.w.out;
+  }
+  /** `finish()` as UTF-8 bytes, without making the document a string first. */
+  finishBytes(): Buffer {
+    if (!this.any) return Buffer.from('{}\n');
+    this.w.writeIndent(0);
+    return this.w.bytes;
   }
 }
 

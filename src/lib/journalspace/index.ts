@@ -3,6 +3,7 @@ export {
   buildJournalApplyRequest,
   decodeJournalTree,
   encodeJournalTree,
+  encodeJournalTreeBytes,
   flattenJournalTree,
   isDirectoryNode,
   journalTreeFromListing,

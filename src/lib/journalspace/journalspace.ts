@@ -669,6 +669,13 @@ export function encodeJournalTree(node: JournalNode): string {
   return out.finish();
 }
 
+/** {@link encodeJournalTree} as UTF-8 bytes (what a listing writes to its output). */
+export function encodeJournalTreeBytes(node: JournalNode): Buffer {
+  const out = new GoYamlStream();
+  writeNode(out, node, 0, true);
+  return out.finishBytes();
+}
+
 /** The same document through the generic emitter (nodeToYaml, then emitGoYaml); kept to check the stream against. */
 export function encodeJournalTreeGeneric(node: JournalNode): string {
   return emitGoYaml(nodeToYaml(node));

@@ -55,6 +55,21 @@ function u32(end: number): number {
   throw BAIL;
 }
 
+// Bigints made for recent values, by value (fragment lengths, durations and zeros repeat in
+// every journal; a create revision is often its mod revision). Like strings, bigints are values.
+const BIG_SLOTS = 256;
+const bigKeys = new Float64Array(BIG_SLOTS).fill(-1);
+const bigVals: bigint[] = new Array<bigint>(BIG_SLOTS).fill(0n);
+
+function bigint(v: number): bigint {
+  const slot = v % BIG_SLOTS;
+  if (bigKeys[slot] === v) return bigVals[slot]!;
+  const b = BigInt(v);
+  bigKeys[slot] = v;
+  bigVals[slot] = b;
+  return b;
+}
+
 /** A 64-bit varint field as a bigint, when it is below 2^49 (seven bytes); else bail. */
 function i64(end: number): bigint {
   let v = 0;
@@ -63,7 +78,7 @@ function i64(end: number): bigint {
     if (pos >= end) throw BAIL;
     const b = buf[pos++]!;
     v += (b & 0x7f) * mul;
-    if (b < 0x80) return BigInt(v);
+    if (b < 0x80) return bigint(v);
     mul *= 128;
   }
   throw BAIL;
@@ -87,7 +102,48 @@ function delimited(end: number): number {
 
 function str(end: number): string {
   const stop = delimited(end);
+  return strAt(pos, stop);
+}
+
+// Label names and values, stores, zones, broker names and endpoints repeat from journal to
+// journal (a listing of many thousands often has a handful of distinct ones), so those fields
+// share one string per distinct value: a direct-mapped cache keyed by a hash of the bytes. A
+// string is a value, so sharing one is invisible to callers; it only saves the copies (and the
+// garbage collector's time over them). Journal names, which are all different, are not cached.
+const INTERN_SLOTS = 1024;
+const INTERN_MAX = 128;
+const interned: (string | undefined)[] = new Array<string | undefined>(INTERN_SLOTS).fill(undefined);
+
+/** A string field, shared with an earlier equal one when there is one in the cache. */
+function istr(end: number): string {
+  const stop = delimited(end);
   const start = pos;
+  const len = stop - start;
+  if (len > INTERN_MAX) return strAt(start, stop);
+  let h = len;
+  for (let i = start; i < stop; i++) {
+    const b = buf[i]!;
+    if (b > 0x7f) {
+      pos = stop;
+      return utf8.decode(buf.subarray(start, stop));
+    }
+    h = (Math.imul(h, 31) + b) | 0;
+  }
+  pos = stop;
+  const slot = (h ^ (h >>> 10)) & (INTERN_SLOTS - 1);
+  const hit = interned[slot];
+  if (hit !== undefined && hit.length === len) {
+    let i = 0;
+    while (i < len && hit.charCodeAt(i) === buf[start + i]) i++;
+    if (i === len) return hit;
+  }
+  const s = buf.toString('latin1', start, stop);
+  interned[slot] = s;
+  return s;
+}
+
+/** The string of bytes [start, stop) (UTF-8, ASCII on the fast path); leaves pos at stop. */
+function strAt(start: number, stop: number): string {
   pos = stop;
   for (let i = start; i < stop; i++) {
     if (buf[i]! > 0x7f) return utf8.decode(buf.subarray(start, stop));
@@ -109,22 +165,27 @@ function label(end: number): Label {
   const m: Label = { name: '', value: '', prefix: false };
   while (pos < end) {
     const t = tag(end);
-    if (t === 10) m.name = str(end);
-    else if (t === 18) m.value = str(end);
+    if (t === 10) m.name = istr(end);
+    else if (t === 18) m.value = istr(end);
     else if (t === 24) m.prefix = bool(end);
     else throw BAIL;
   }
   return m;
 }
 
+// Repeated fields start as one-element arrays (an empty array's first push allocates room for
+// many more elements than a journal usually has).
+
 function labelSet(end: number): { labels: Label[] } {
-  const labels: Label[] = [];
+  let labels: Label[] | undefined;
   while (pos < end) {
     if (tag(end) !== 10) throw BAIL;
     const stop = delimited(end);
-    labels.push(label(stop));
+    const l = label(stop);
+    if (labels === undefined) labels = [l];
+    else labels.push(l);
   }
-  return { labels };
+  return { labels: labels ?? [] };
 }
 
 function duration(end: number): Duration {
@@ -152,11 +213,15 @@ function fragment(end: number): JournalSpec_Fragment {
     const t = tag(end);
     if (t === 8) m.length = i64(end);
     else if (t === 16) m.compression_codec = u32(end) | 0;
-    else if (t === 26) m.stores.push(str(end));
+    else if (t === 26) {
+      const st = istr(end);
+      if (m.stores.length === 0) m.stores = [st];
+      else m.stores.push(st);
+    }
     else if (t === 34) m.refresh_interval = duration(delimited(end));
     else if (t === 42) m.retention = duration(delimited(end));
     else if (t === 50) m.flush_interval = duration(delimited(end));
-    else if (t === 58) m.path_postfix_template = str(end);
+    else if (t === 58) m.path_postfix_template = istr(end);
     else throw BAIL;
   }
   return m;
@@ -201,8 +266,8 @@ function processId(end: number): ProcessSpec_ID {
   const m: ProcessSpec_ID = { zone: '', suffix: '' };
   while (pos < end) {
     const t = tag(end);
-    if (t === 10) m.zone = str(end);
-    else if (t === 18) m.suffix = str(end);
+    if (t === 10) m.zone = istr(end);
+    else if (t === 18) m.suffix = istr(end);
     else throw BAIL;
   }
   return m;
@@ -212,9 +277,16 @@ function route(end: number): Route {
   const m: Route = { members: [], primary: 0, endpoints: [] };
   while (pos < end) {
     const t = tag(end);
-    if (t === 10) m.members.push(processId(delimited(end)));
-    else if (t === 16) m.primary = u32(end) | 0;
-    else if (t === 26) m.endpoints.push(str(end));
+    if (t === 10) {
+      const p = processId(delimited(end));
+      if (m.members.length === 0) m.members = [p];
+      else m.members.push(p);
+    } else if (t === 16) m.primary = u32(end) | 0;
+    else if (t === 26) {
+      const e = istr(end);
+      if (m.endpoints.length === 0) m.endpoints = [e];
+      else m.endpoints.push(e);
+    }
     else throw BAIL;
   }
   return m;

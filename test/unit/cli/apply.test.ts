@@ -200,6 +200,40 @@ describe('applyJournalChanges', () => {
     });
   });
 
+  it('sends a run of creates without listing first, with the same summary', async () => {
+    const f = fakeClient([], ok(9n));
+    const r = await applyJournalChanges(f.client, Array.from({ length: 5 }, (_, i) => up(`a/n${i}`, 0n)), 2);
+    assert.equal(r.summary, 'applied 5 journal changes in 3 transactions (etcd revision 9)');
+    assert.deepEqual(f.sent.map((b) => b.length), [2, 2, 1]);
+    assert.equal(f.lists(), 0);
+  });
+
+  it('names the conflicts of a refused run of creates from a listing made after the refusal', async () => {
+    // a/2 existed before the run; batch 1 (a/0, a/1) went through, batch 2 (a/2, a/3) was refused.
+    const f = fakeClient([cur('a/0', 8n), cur('a/1', 8n), cur('a/2', 3n)], (_b, i) => (i === 1 ? { status: Status.ETCD_TRANSACTION_FAILED, header: undefined } : ok(8n)()));
+    const changes = Array.from({ length: 6 }, (_, i) => up(`a/${i}`, 0n));
+    await assert.rejects(applyJournalChanges(f.client, changes, 2), (e: unknown) => {
+      assert.ok(e instanceof GazctlError && !(e instanceof ApplyError));
+      // Only a/2 is named: a/0 and a/1 exist because this run created them.
+      assert.match(e.message, /^apply refused: .* Transaction 2 of 3 failed; the 2 changes of the transactions before it were applied\. Conflicts: a\/2 already exists at revision 3\.$/);
+      return true;
+    });
+    assert.equal(f.lists(), 1);
+    assert.deepEqual(f.sent.map((b) => b.length), [2, 2]);
+  });
+
+  it('explains a refused run of creates without conflicts when the listing after it fails', async () => {
+    const f = fakeClient([], () => ({ status: Status.ETCD_TRANSACTION_FAILED, header: undefined }));
+    f.client.list = async () => {
+      throw new Error('broker unreachable');
+    };
+    await assert.rejects(applyJournalChanges(f.client, [up('a/1', 0n)], 0), (e: unknown) => {
+      assert.ok(e instanceof GazctlError);
+      assert.match(e.message, /^apply refused: .* Nothing was applied\.$/);
+      return true;
+    });
+  });
+
   it('refuses a negative --max-txn-size (e.g. from gazctl.ini) before sending', async () => {
     const f = fakeClient([], ok(1n));
     await assert.rejects(applyJournalChanges(f.client, [up('a/1', 0n)], -1), /^ValidationError: --max-txn-size: must be a non-negative integer \(got -1\)$/);

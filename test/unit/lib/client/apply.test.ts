@@ -244,3 +244,125 @@ test('ShardClient.apply: the consumer status is carried, with progress and the f
     await stub.stop();
   }
 });
+
+test('applyInBatches with prepare: each batch is prepared while the one before is in flight, sent one at a time', async () => {
+  const events: string[] = [];
+  let inFlight = 0;
+  let release: (() => void) | undefined;
+  const send = async (batch: number[], prepared?: string) => {
+    inFlight++;
+    assert.equal(inFlight, 1, 'one request at a time');
+    events.push(`send ${batch[0]} with ${prepared}`);
+    // Answer once the test lets it (after the next batch had its chance to be prepared).
+    await new Promise<void>((r) => (release = r));
+    events.push(`answer ${batch[0]}`);
+    inFlight--;
+    return { status: 0, header: { etcd: { revision: BigInt(batch[0]!) } } };
+  };
+  const prepare = (batch: number[]) => {
+    events.push(`prepare ${batch[0]}`);
+    return `p${batch[0]}`;
+  };
+  const run = applyInBatches(range(30), send, journals, { maxTxnSize: 10 }, prepare);
+  for (let i = 0; i < 3; i++) {
+    // Let the event loop turn: the request is out, the next batch gets prepared meanwhile.
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    release!();
+  }
+  const res = await run;
+  assert.equal(res.applied, 30);
+  assert.equal(res.revision, 20n);
+  // Batch 10 is prepared before batch 0 is answered, and so on; the last has nothing after it.
+  assert.deepEqual(events, [
+    'prepare 0', 'send 0 with p0', 'prepare 10', 'answer 0',
+    'send 10 with p10', 'prepare 20', 'answer 10',
+    'send 20 with p20', 'answer 20',
+  ]);
+});
+
+test('applyInBatches with prepare stops at the first failure and sends nothing prepared after it', async () => {
+  const sent: number[] = [];
+  const prepared: number[] = [];
+  const send = async (batch: number[]) => {
+    sent.push(batch[0]!);
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    return batch[0] === 10 ? { status: Status.ETCD_TRANSACTION_FAILED } : { status: 0 };
+  };
+  await assert.rejects(
+    applyInBatches(range(40), send, journals, { maxTxnSize: 10 }, (b) => prepared.push(b[0]!)),
+    (e: unknown) => e instanceof ApplyError && e.reason === 'revision-mismatch' && e.batchIndex === 1 && e.applied === 10,
+  );
+  assert.deepEqual(sent, [0, 10]);
+  assert.ok(!prepared.includes(30), 'nothing is prepared beyond the batch after the failing one');
+});
+
+test('applyInBatches with a prepare that throws: the batch is sent unprepared', async () => {
+  const got: (string | undefined)[] = [];
+  const res = await applyInBatches(
+    range(3),
+    async (_batch, p?: string) => {
+      got.push(p);
+      return { status: 0 };
+    },
+    journals,
+    { maxTxnSize: 1 },
+    (b) => {
+      if (b[0] === 1) throw new Error('cannot prepare');
+      return `p${b[0]}`;
+    },
+  );
+  assert.equal(res.applied, 3);
+  assert.deepEqual(got, ['p0', undefined, 'p2']);
+});
+
+test('JournalClient.apply: the broker receives every batch exactly, and a change the fast encoder leaves fails as before', async () => {
+  const stub = await startJournalStub({
+    apply: (_call, cb) => cb(null, ApplyResponse.fromPartial({ status: Status.OK, header: stubHeader({ revision: 7n }) })),
+  });
+  const client = new JournalClient({ address: stub.address }, { delay: fastDelay });
+  const changes: ApplyRequest_Change[] = range(250).map((i) => ({
+    expect_mod_revision: i % 3 === 0 ? 0n : i % 3 === 1 ? -1n : BigInt(100 + i),
+    upsert: {
+      name: `acme/part-${i % 7}/journal-${i}-é`,
+      replication: 1 + (i % 3),
+      labels: { labels: [{ name: 'app', value: 'billing', prefix: false }, { name: 'owner', value: `team-${i % 4}`, prefix: i % 2 === 0 }] },
+      fragment: {
+        length: 67108864n,
+        compression_codec: 1 + (i % 4),
+        stores: ['s3://bucket/x/'],
+        refresh_interval: { seconds: 300n, nanos: 0 },
+        retention: i % 2 ? { seconds: 86400n, nanos: 5 } : undefined,
+        flush_interval: undefined,
+        path_postfix_template: i % 5 === 0 ? 'date={{.Spool.FirstAppendTime.Format "2006-01-02"}}' : '',
+      },
+      flags: i % 2 ? 4 : 0,
+      max_append_rate: BigInt(i * 1000),
+      suspend: i % 9 === 0 ? { level: 1, offset: BigInt(i) } : undefined,
+    },
+    delete: '',
+  }));
+  try {
+    const res = await client.apply(changes, { maxTxnSize: 100 });
+    assert.equal(res.batches, 3);
+    assert.deepEqual(
+      stub.requests.map((r) => r.request as ApplyRequest),
+      [{ changes: changes.slice(0, 100) }, { changes: changes.slice(100, 200) }, { changes: changes.slice(200) }],
+    );
+    // An int64 beyond 64 bits: refused by the generated serializer in the second batch, as always.
+    const bad = changes.map((c) => ({ ...c }));
+    bad[150] = { ...bad[150]!, expect_mod_revision: 2n ** 64n };
+    await assert.rejects(client.apply(bad, { maxTxnSize: 100 }), (e: unknown) => {
+      assert.ok(e instanceof ApplyError);
+      assert.equal(e.reason, 'other');
+      assert.equal(e.batchIndex, 1);
+      assert.equal(e.applied, 100);
+      assert.match(e.detail, /serialization failure.*too large/i);
+      return true;
+    });
+  } finally {
+    client.close();
+    await stub.stop();
+  }
+});

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
   encodeJournalTree,
+  encodeJournalTreeBytes,
   encodeJournalTreeGeneric,
   flattenJournalTree,
   journalTreeFromListing,
@@ -110,6 +111,18 @@ describe('journalspace fast paths', () => {
       const tree = randomTree(r, r.pick(['', 'root/', 'x', r.pick(STRINGS)]), 3);
       assert.equal(encodeJournalTree(tree), encodeJournalTreeGeneric(tree));
     }
+  });
+
+  it('the encoder writes as bytes the UTF-8 of the text it writes, non-ASCII and escapes included', () => {
+    const r = rng(13);
+    const odd = ['😀 x', 'naïve', '\u0085', 'a\u2028b', 'lone \ud800 high', '\udc00', '\u00a0nb', '日本/語', '\u007f', 'x'.repeat(5000)];
+    for (let k = 0; k < 1000; k++) {
+      const tree = randomTree(r, r.pick(['', 'root/', 'x', r.pick(STRINGS)]), 3);
+      if (k % 2) tree.comment = r.pick(odd);
+      const bytes = encodeJournalTreeBytes(tree);
+      assert.deepEqual(bytes, Buffer.from(encodeJournalTree(tree), 'utf8'), `tree ${k}`);
+    }
+    assert.deepEqual(encodeJournalTreeBytes(journalTreeFromListing([])), Buffer.from(encodeJournalTree(journalTreeFromListing([]))));
   });
 
   it('listings: adopted specs give the same tree, and the grouping is the round-by-round one', () => {

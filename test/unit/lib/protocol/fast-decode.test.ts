@@ -212,6 +212,41 @@ describe('decodeListResponse', () => {
     assert.equal(slow, 0, 'the broker-shaped message took the generated decoder');
   });
 
+  it('decodes many distinct repeated-field strings (more than its string cache holds) exactly', () => {
+    // Label values, stores, zones and endpoints go through a cache of shared strings: values
+    // that collide in it or push each other out must still come out right, message after message.
+    for (let round = 0; round < 3; round++) {
+      const journals: ListResponse_Journal[] = [];
+      for (let i = 0; i < 3000; i++) {
+        const v = `v${(i * 7919 + round) % 2500}`;
+        journals.push({
+          spec: {
+            name: `j/${i}`,
+            replication: 1,
+            labels: { labels: [{ name: `k${i % 3}`, value: v, prefix: false }, { name: 'same', value: v.slice(0, 2), prefix: true }] },
+            fragment: {
+              length: BigInt(i),
+              compression_codec: 1,
+              stores: [`s3://b/${v}/`, `s3://b/${v}`],
+              refresh_interval: { seconds: BigInt(i % 300), nanos: 0 },
+              retention: undefined,
+              flush_interval: undefined,
+              path_postfix_template: i % 2 ? v : '',
+            },
+            flags: 0,
+            max_append_rate: BigInt(i % 257),
+            suspend: undefined,
+          },
+          mod_revision: BigInt(100000 + i),
+          route: { members: [{ zone: `z${i % 5}`, suffix: v }], primary: 0, endpoints: [`http://${v}:8080`] },
+          create_revision: BigInt(100000 + (i % 256)),
+        });
+      }
+      const bytes = encode({ status: 0, header: undefined, journals });
+      assert.deepStrictEqual(decodeListResponse(bytes), ListResponse.decode(bytes), `round ${round}`);
+    }
+  });
+
   it('takes any Uint8Array, not only a Buffer', () => {
     const bytes = encode(listResponse(rng(42)));
     const copy = new Uint8Array(bytes.length + 3).subarray(3);
