@@ -91,17 +91,8 @@ export function rendezvousIndex(key: Uint8Array | string, names: string[]): numb
 
 // ---- data -----------------------------------------------------------------------------------
 
-/** A small deterministic PRNG (mulberry32), so failures reproduce. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A small deterministic PRNG, so failures reproduce (see random.ts). */
+export { rng as prng } from './random.js';
 
 /** Printable filler (no newline) to slice record payloads from. */
 export function filler(rand: () => number, size: number): Buffer {

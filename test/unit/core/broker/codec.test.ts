@@ -3,20 +3,9 @@ import { describe, it } from 'node:test';
 
 import { decodeAppendRequest, decodeReplicateRequest, encodeReplicateContent, encodeReplicateRequest, FastJournalService } from '../../../../src/core/broker/codec.js';
 import { AppendRequest, JournalService, ReplicateRequest } from '../../../../src/lib/protocol/gen/broker/protocol.js';
+import { rng, type Rand, below } from '../../../helpers/random.js';
 
-// A small deterministic PRNG (mulberry32), so a failure names a reproducible seed.
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-type Rand = () => number;
-const int = (r: Rand, n: number) => Math.floor(r() * n);
+const int = below;
 
 function bytes(r: Rand, max: number): Buffer {
   const b = Buffer.alloc(int(r, max + 1));

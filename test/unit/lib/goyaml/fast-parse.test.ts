@@ -9,6 +9,7 @@ import { StrictDoc } from '../../../../src/lib/goyaml/goyaml.js';
 import { decodeJournalTree, encodeJournalTree, journalTreeFromListing, journalsFromListJson } from '../../../../src/lib/index.js';
 import { decodeShardSet } from '../../../../src/lib/shardspace/shardspace.js';
 import { fixture } from '../../../helpers/specs.js';
+import { rng } from '../../../helpers/random.js';
 
 /** What the spec decoders read of a node: structure, scalar text and style, and positions. */
 type Shape = null | { scalar: string; type: string | undefined; at: number } | { seq: Shape[]; at: number } | { map: [Shape, Shape][]; at: number };
@@ -36,17 +37,6 @@ function agrees(text: string, what: string): boolean {
   assert.notEqual(slow, undefined, `${what}: the quick reader took text the full parser rejects:\n${text}`);
   assert.deepStrictEqual(shape(fast.root), slow, `${what}:\n${text}`);
   return true;
-}
-
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const FIXTURE_DIR = fileURLToPath(new URL('../../../../../test/fixtures/spec/', import.meta.url));

@@ -3,22 +3,9 @@ import { describe, it } from 'node:test';
 
 import { decodeListResponse } from '../../../../src/lib/protocol/fast-decode.js';
 import { ListResponse, type ListResponse_Journal } from '../../../../src/lib/protocol/gen/broker/protocol.js';
+import { rng, type Rand, below, chance } from '../../../helpers/random.js';
 
-// A small deterministic PRNG (mulberry32), so a failure names a reproducible seed.
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-type Rand = () => number;
-const int = (r: Rand, n: number) => Math.floor(r() * n);
-const chance = (r: Rand, p: number) => r() < p;
+const int = below;
 
 const ALPHABETS = ['abcdefghijklmnopqrstuvwxyz/-_.=0123456789', 'Zürich-東京-ß-é', '\uFEFF\u0000\u007f\u0080😀'];
 

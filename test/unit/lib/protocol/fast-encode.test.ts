@@ -3,22 +3,9 @@ import { describe, it } from 'node:test';
 
 import { encodeApplyRequest, encodeApplyRequestFast } from '../../../../src/lib/protocol/fast-encode.js';
 import { ApplyRequest, type ApplyRequest_Change, type JournalSpec } from '../../../../src/lib/protocol/gen/broker/protocol.js';
+import { rng, type Rand, below, chance } from '../../../helpers/random.js';
 
-// A small deterministic PRNG (mulberry32), so a failure names a reproducible seed.
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-type Rand = () => number;
-const int = (r: Rand, n: number) => Math.floor(r() * n);
-const chance = (r: Rand, p: number) => r() < p;
+const int = below;
 
 // Plain ASCII, non-ASCII text, control characters and emoji, and lone surrogates (which UTF-8
 // encoders replace with U+FFFD).
