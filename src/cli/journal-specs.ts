@@ -14,8 +14,10 @@ export function journalChangesFromYaml(text: string, source: string): ApplyReque
   try {
     const tree = decodeJournalTree(text);
     validateJournalTree(tree);
-    changes = flattenJournalTree(tree);
-    validateJournalApplyRequest({ changes });
+    // The tree is dropped after this, so the changes may take its specs over; and its shape
+    // check has validated every terminal's name, which the request check need not repeat.
+    changes = flattenJournalTree(tree, { adoptSpecs: true });
+    validateJournalApplyRequest({ changes }, { namesValidated: true });
   } catch (err) {
     if (err instanceof ValidationError) throw new ValidationError(err.message, source);
     throw err;

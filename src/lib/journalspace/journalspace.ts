@@ -201,8 +201,9 @@ function copyDuration(d: Duration | undefined): Duration | undefined {
  * Child fields that are zero take the parent's value; labels merge per name (child wins).
  * `parent.spec` must be normalized (every flat spec here is); it is only read.
  */
-function unionSpecs(child: Flat, parent: Flat): Flat {
-  const a = normalizeJournalSpec(child.spec);
+function unionSpecs(child: Flat, parent: Flat, adopt = false): Flat {
+  // An adopted spec is a normalized one the caller gives up (see flattenJournalTree).
+  const a = adopt ? child.spec : normalizeJournalSpec(child.spec);
   const b = parent.spec;
   const af = a.fragment!;
   const bf = fragOf(b);
@@ -441,8 +442,13 @@ export function validateJournalTree(node: JournalNode): void {
  * child winning; stores inherit only when absent; suspend is not inherited; delete inherits when
  * unset). `revision` becomes expect_mod_revision; `delete: true` becomes a delete change.
  * Does not validate; see validateJournalTree and buildJournalApplyRequest.
+ *
+ * With `adoptSpecs` the changes take the tree's own spec objects over (each filled in from its
+ * parents in place) instead of copies: for a tree that is not used afterwards, whose specs are
+ * all normalized (as decodeJournalTree's are).
  */
-export function flattenJournalTree(root: JournalNode): ApplyRequest_Change[] {
+export function flattenJournalTree(root: JournalNode, opts?: { adoptSpecs?: boolean }): ApplyRequest_Change[] {
+  const adopt = opts?.adoptSpecs === true;
   const changes: ApplyRequest_Change[] = [];
   const walk = (node: JournalNode, flat: Flat, del: boolean | undefined) => {
     if (!isDirectoryNode(node)) {
@@ -457,6 +463,7 @@ export function flattenJournalTree(root: JournalNode): ApplyRequest_Change[] {
       const childFlat = unionSpecs(
         { spec: child.spec, explicitEmptyStores: child.explicitEmptyStores === true },
         flat,
+        adopt,
       );
       walk(child, childFlat, child.delete ?? del);
     }

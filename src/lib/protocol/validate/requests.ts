@@ -15,8 +15,14 @@ function checkRevision(rev: bigint, isDelete: boolean): string | undefined {
   return undefined;
 }
 
-/** Validates a broker ApplyRequest: each change is exactly one of upsert/delete, with valid revisions and specs. */
-export function validateJournalApplyRequest(req: ApplyRequest): void {
+/**
+ * Validates a broker ApplyRequest: each change is exactly one of upsert/delete, with valid
+ * revisions and specs. With `namesValidated` the caller vouches that every journal name the
+ * changes carry has already passed validateJournalName (a hierarchy's terminals are checked
+ * while its shape is), so that check is not made a second time.
+ */
+export function validateJournalApplyRequest(req: ApplyRequest, opts?: { namesValidated?: boolean }): void {
+  const checkNames = opts?.namesValidated !== true;
   // Subjects (`changes[i]`) are built only when a check fails.
   const changes = req.changes;
   for (let i = 0; i < changes.length; i++) {
@@ -26,17 +32,19 @@ export function validateJournalApplyRequest(req: ApplyRequest): void {
     }
     if (ch.upsert) {
       try {
-        validateJournalSpec(ch.upsert);
+        validateJournalSpec(ch.upsert, checkNames);
       } catch (e) {
         throw prefixed(e, changeAt(i));
       }
       const p = checkRevision(ch.expect_mod_revision, false);
       if (p) fail(p, `${changeAt(i)}: journal ${q(ch.upsert.name)}`);
     } else if (ch.delete !== '') {
-      try {
-        validateJournalName(ch.delete);
-      } catch (e) {
-        throw prefixed(e, changeAt(i));
+      if (checkNames) {
+        try {
+          validateJournalName(ch.delete);
+        } catch (e) {
+          throw prefixed(e, changeAt(i));
+        }
       }
       const p = checkRevision(ch.expect_mod_revision, true);
       if (p) fail(p, `${changeAt(i)}: delete journal ${q(ch.delete)}`);

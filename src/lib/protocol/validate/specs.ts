@@ -1,7 +1,7 @@
 // Journal and shard specs, fragments, routes and headers, validated as brokers and consumers
 // validate them.
 import { durationToNanos, formatGoDuration } from '../duration.js';
-import { CompressionCodec, type Fragment, type Header, type JournalSpec, type LabelSet, type Route } from '../gen/broker/protocol.js';
+import { CompressionCodec, type Fragment, type Header, type JournalSpec, type Label, type LabelSet, type Route } from '../gen/broker/protocol.js';
 import type { ShardSpec } from '../gen/consumer/protocol.js';
 import { META_LABEL_ID, META_LABEL_NAME, META_LABEL_PREFIX, PATH_SYMBOLS, checkAlphabet, compareStrings, hasLabel, validateLabelSet, validateSingleValueLabels } from '../labels.js';
 import { fail, prefixed, q, within } from './common.js';
@@ -55,15 +55,45 @@ function journalSubject(name: string): string {
 
 
 
-/** Validates a JournalSpec as brokers do. */
-export function validateJournalSpec(spec: JournalSpec): void {
-  validateJournalName(spec.name);
+/**
+ * Labels of the last journal spec whose labels passed validateJournalLabels. Specs flattened
+ * from one hierarchy mostly carry the same labels (inherited from a directory), so a spec whose
+ * labels equal these, field for field, has nothing new to check. The labels are copied: a
+ * caller changing its spec afterwards cannot change what was checked.
+ */
+let lastValidLabels: Label[] = [];
+
+function sameLabels(a: readonly Label[], b: readonly Label[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (x.name !== y.name || x.value !== y.value || x.prefix !== y.prefix) return false;
+  }
+  return true;
+}
+
+function validateJournalSpecLabels(set: LabelSet | undefined): void {
+  const labels = set?.labels;
+  if (labels !== undefined && labels.length !== 0 && sameLabels(labels, lastValidLabels)) return;
+  validateJournalLabels(set);
+  if (labels !== undefined && labels.length !== 0) {
+    lastValidLabels = labels.map((l) => ({ name: l.name, value: l.value, prefix: l.prefix }));
+  }
+}
+
+/**
+ * Validates a JournalSpec as brokers do. `checkName` false leaves out the name check, for a
+ * caller that has validated the name already.
+ */
+export function validateJournalSpec(spec: JournalSpec, checkName = true): void {
+  if (checkName) validateJournalName(spec.name);
   // The subject is built only when a check fails: the success path allocates nothing.
   if (spec.replication < 1 || spec.replication > MAX_JOURNAL_REPLICATION) {
     fail(`replication: ${spec.replication} is out of range (1 to ${MAX_JOURNAL_REPLICATION})`, journalSubject(spec.name));
   }
   try {
-    validateJournalLabels(spec.labels);
+    validateJournalSpecLabels(spec.labels);
   } catch (e) {
     throw prefixed(e, journalSubject(spec.name));
   }
