@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
+  decodeJournalTree,
   encodeJournalTree,
   encodeJournalTreeBytes,
   encodeJournalTreeGeneric,
@@ -159,6 +160,25 @@ describe('journalspace fast paths', () => {
         }
       };
       visit(flattenJournalTree(tree));
+    }
+  });
+
+  it('flattening a decoded tree that gives its specs over yields the same changes, sharing nothing', () => {
+    const r = rng(11);
+    for (let k = 0; k < 300; k++) {
+      const yaml = encodeJournalTree(randomTree(r, r.pick(['', 'r/']), 3));
+      const copied = flattenJournalTree(decodeJournalTree(yaml));
+      const adopted = flattenJournalTree(decodeJournalTree(yaml), { adoptSpecs: true });
+      assert.deepEqual(adopted, copied);
+      const seen = new Set<object>();
+      const visit = (o: unknown) => {
+        if (o && typeof o === 'object') {
+          assert.ok(!seen.has(o), 'an object is shared');
+          seen.add(o);
+          for (const v of Object.values(o)) visit(v);
+        }
+      };
+      visit(adopted);
     }
   });
 });

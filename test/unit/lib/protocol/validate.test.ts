@@ -272,6 +272,32 @@ describe('validateJournalSpec', () => {
   });
 });
 
+describe('validateJournalSpec label re-checks', () => {
+  it('checks labels changed in place after they passed, and labels differing only in prefix', () => {
+    // Labels equal to the last valid ones are not checked again: the comparison must be by
+    // content, against a copy, so that neither a changed array nor a prefix flag slips through.
+    const s = goodJournal();
+    s.labels = labelSet(label('app', 'x'));
+    validateJournalSpec(s);
+    validateJournalSpec(s);
+    s.labels.labels[0]!.value = 'bad value';
+    rejects(() => validateJournalSpec(s), /labels\[0\]: label "app" value "bad value"/);
+    const p = goodJournal();
+    p.labels = labelSet(label('app', 'x'));
+    validateJournalSpec(p);
+    p.labels.labels[0]!.prefix = true;
+    rejects(() => validateJournalSpec(p), /has prefix=true, which is only allowed in selectors/);
+  });
+  it('leaves the name out only when asked to', () => {
+    const s = goodJournal('a//b');
+    rejects(() => validateJournalSpec(s), /name must be a clean path/);
+    validateJournalSpec(s, false);
+    const req = ApplyRequest.fromPartial({ changes: [{ upsert: s }, { delete: 'x//y', expect_mod_revision: 3n }] });
+    rejects(() => validateJournalApplyRequest(req), /changes\[0\]: journal "a\/\/b": name must be a clean path/);
+    validateJournalApplyRequest(req, { namesValidated: true });
+  });
+});
+
 describe('validateShardSpec', () => {
   it('accepts a good spec', () => validateShardSpec(goodShard()));
   it('accepts a spec without a recovery log', () => {
