@@ -4,6 +4,7 @@ import { oclifFlags, options, stringOption } from '../../cli/options.js';
 import { readInput } from '../../cli/input.js';
 import { renderPlan } from '../../cli/apply.js';
 import { applyJournalChanges, journalChangesFromYaml, planJournalApply } from '../../cli/journal-specs.js';
+import type { JournalClient } from '../../lib/client/journal-client.js';
 
 const OPTIONS = options({
   specs: stringOption({ description: 'Path of the YAML specs, or - for stdin.', default: '-', showDefault: true, ini: { field: 'SpecsPath' } }),
@@ -30,10 +31,25 @@ etcd limits a transaction to 128 operations by default. For larger hierarchies p
   async run(): Promise<void> {
     const flags = await this.resolve(OPTIONS);
     const maxTxnSize = flags['max-txn-size'];
-    const text = await readInput(flags.specs);
-    const changes = journalChangesFromYaml(text, flags.specs === '-' ? 'stdin' : flags.specs);
-    const svc = this.serviceOptions('broker');
-    const client = this.journalClient(svc);
+    // The broker connection is set up while the specs are read and checked. A client that
+    // cannot be made now (a malformed address, say) is made again after them, so that such a
+    // problem is reported where it always was: after any problem with the specs.
+    let early: JournalClient | undefined;
+    try {
+      early = this.journalClient(this.serviceOptions('broker'));
+      early.pool.connect();
+    } catch {
+      early = undefined;
+    }
+    let changes;
+    try {
+      const text = await readInput(flags.specs);
+      changes = journalChangesFromYaml(text, flags.specs === '-' ? 'stdin' : flags.specs);
+    } catch (err) {
+      early?.close();
+      throw err;
+    }
+    const client = early ?? this.journalClient(this.serviceOptions('broker'));
     try {
       if (flags['dry-run']) {
         const plan = await planJournalApply(changes, (sel) => client.list(sel));

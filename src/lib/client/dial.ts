@@ -127,6 +127,20 @@ export class ConnectionPool {
     return c.shard;
   }
 
+  /**
+   * Starts connecting to `endpoint` (default: the service address) without making a call, so
+   * that the connection is set up while the caller does other work (e.g. reads its input); the
+   * first call would otherwise start it. Problems (an unreadable certificate, say) are left to
+   * that first call, which meets them again: this never throws.
+   */
+  connect(endpoint?: string): void {
+    try {
+      this.conn(endpoint).channel.getConnectivityState(true);
+    } catch {
+      // The first call reports it.
+    }
+  }
+
   /** Connection state of an endpoint ('none' when never dialed). */
   state(endpoint: string): EndpointState {
     const c = this.conns.get(endpoint);
