@@ -17,6 +17,43 @@
 // should that fail for any reason, decode again from the full parser's tree (see `StrictDoc`).
 import { LineCounter, Pair, Scalar, YAMLMap, YAMLSeq, type Node as YNode } from 'yaml';
 
+// Nodes are made from templates rather than by the yaml package's constructors, which mark each
+// node's kind with an Object.defineProperty call (five a `- name: x` item), a good part of the
+// cost of reading a large listing. An object whose prototype is a template node inherits that
+// mark, so it is a Scalar, Pair, YAMLMap or YAMLSeq to yaml's own isScalar/isMap/... checks (and
+// to instanceof); what it holds (value, items, type, range) is its own.
+const SCALAR = new Scalar(null);
+const PAIR = new Pair(null);
+const MAP = new YAMLMap();
+const SEQ = new YAMLSeq();
+
+function newScalar(value: string, type: Scalar.Type, begin: number, end: number): Scalar {
+  const s = Object.create(SCALAR) as Scalar;
+  s.value = value;
+  s.type = type;
+  s.range = [begin, end, end];
+  return s;
+}
+
+function newPair(key: YNode, value: YNode): Pair {
+  const p = Object.create(PAIR) as Pair;
+  p.key = key;
+  p.value = value;
+  return p;
+}
+
+function newMap(): YAMLMap {
+  const m = Object.create(MAP) as YAMLMap;
+  m.items = [];
+  return m;
+}
+
+function newSeq(): YAMLSeq {
+  const q = Object.create(SEQ) as YAMLSeq;
+  q.items = [];
+  return q;
+}
+
 /** Gives up on this text. */
 const GIVE_UP: unique symbol = Symbol('fast-parse: use the full parser');
 
@@ -40,28 +77,22 @@ function scalarNode(text: string, offset: number): YNode {
     const inner = text.slice(1, -1);
     // Inside, quotes come only in pairs (each pair stands for one quote).
     if (inner.replace(/''/g, '').includes("'")) throw GIVE_UP;
-    const s = new Scalar(inner.replace(/''/g, "'"));
-    s.type = Scalar.QUOTE_SINGLE;
-    s.range = [offset, offset + text.length, offset + text.length];
-    return s as YNode;
+    return newScalar(inner.replace(/''/g, "'"), Scalar.QUOTE_SINGLE, offset, offset + text.length) as YNode;
   }
   if (c === '"') {
     if (text.length < 2 || text[text.length - 1] !== '"') throw GIVE_UP;
     const inner = text.slice(1, -1);
     if (inner.includes('"') || inner.includes('\\')) throw GIVE_UP;
-    const s = new Scalar(inner);
-    s.type = Scalar.QUOTE_DOUBLE;
-    s.range = [offset, offset + text.length, offset + text.length];
-    return s as YNode;
+    return newScalar(inner, Scalar.QUOTE_DOUBLE, offset, offset + text.length) as YNode;
   }
   if (text === '[]') {
-    const q = new YAMLSeq();
+    const q = newSeq();
     q.flow = true;
     q.range = [offset, offset + 2, offset + 2];
     return q as YNode;
   }
   if (text === '{}') {
-    const m = new YAMLMap();
+    const m = newMap();
     m.flow = true;
     m.range = [offset, offset + 2, offset + 2];
     return m as YNode;
@@ -71,10 +102,7 @@ function scalarNode(text: string, offset: number): YNode {
   if (c === '-' && (text.length === 1 || text[1] === ' ')) throw GIVE_UP;
   // A `: ` or a trailing `:` would start a mapping inside the value.
   if (text.includes(': ') || text[text.length - 1] === ':') throw GIVE_UP;
-  const s = new Scalar(text);
-  s.type = Scalar.PLAIN;
-  s.range = [offset, offset + text.length, offset + text.length];
-  return s as YNode;
+  return newScalar(text, Scalar.PLAIN, offset, offset + text.length) as YNode;
 }
 
 /** The block at line `at`, whose first line is indented by `indent`. */
@@ -95,7 +123,7 @@ function block(indent: number): YNode {
  * `at` (col > indent's line start when the mapping starts after a `- `).
  */
 function mapping(indent: number, col: number, firstContent: string): YNode {
-  const map = new YAMLMap();
+  const map = newMap();
   const begin = starts[at]! + col;
   let content = firstContent;
   let first = true;
@@ -104,9 +132,7 @@ function mapping(indent: number, col: number, firstContent: string): YNode {
     if (!m) throw GIVE_UP;
     const lineStart = starts[at]!;
     const keyCol = first ? col : indent;
-    const key = new Scalar(m[1]!);
-    key.type = Scalar.PLAIN;
-    key.range = [lineStart + keyCol, lineStart + keyCol + m[1]!.length, lineStart + keyCol + m[1]!.length];
+    const key = newScalar(m[1]!, Scalar.PLAIN, lineStart + keyCol, lineStart + keyCol + m[1]!.length);
     const rest = content.slice(m[0].length);
     let value: YNode;
     if (rest !== '') {
@@ -121,7 +147,7 @@ function mapping(indent: number, col: number, firstContent: string): YNode {
       else if (next === indent && isItem(lines[at]!, indent)) value = sequence(indent);
       else throw GIVE_UP; // an empty value
     }
-    map.items.push(new Pair(key, value));
+    map.items.push(newPair(key as YNode, value));
     first = false;
     if (at >= lines.length) break;
     const next = indents[at]!;
@@ -187,7 +213,7 @@ function isItem(line: string, indent: number): boolean {
 
 /** A block sequence whose dashes sit at column `indent`, from line `at`. */
 function sequence(indent: number): YNode {
-  const seq = new YAMLSeq();
+  const seq = newSeq();
   const begin = starts[at]! + indent;
   for (;;) {
     const line = lines[at]!;
