@@ -540,18 +540,16 @@ function extractTree(nodes: JournalNode[]): JournalNode {
 function hoist(node: JournalNode): void {
   if (!isDirectoryNode(node) || !node.children?.length) return;
   const children = node.children;
-  for (let i = 0; i < children.length; i++) hoist(children[i]!);
+  children.forEach(hoist);
+  const flatOf = (n: JournalNode): Flat => ({ spec: n.spec, explicitEmptyStores: n.explicitEmptyStores === true });
   // Every spec in the tree is a normalized copy owned by the tree, so the work is done in place.
-  // One Flat is reused for each child in turn (thousands of children make as many objects else).
-  const child: Flat = { spec: children[0]!.spec, explicitEmptyStores: false };
-  const acc: Flat = { spec: normalizeJournalSpec(child.spec), explicitEmptyStores: children[0]!.explicitEmptyStores === true };
+  const acc = flatOf(children[0]!);
+  acc.spec = normalizeJournalSpec(acc.spec);
   let del = children[0]!.delete;
   for (let i = 1; i < children.length; i++) {
     const c = children[i]!;
     if (del !== c.delete) del = undefined;
-    child.spec = c.spec;
-    child.explicitEmptyStores = c.explicitEmptyStores === true;
-    intersectInto(acc, child);
+    intersectInto(acc, flatOf(c));
   }
   acc.spec.name = node.spec.name;
   acc.spec.suspend = undefined;
@@ -559,20 +557,15 @@ function hoist(node: JournalNode): void {
   setExplicit(node, acc.explicitEmptyStores);
   if (del === undefined) delete node.delete;
   else node.delete = del;
-  for (let i = 0; i < children.length; i++) {
-    const c = children[i]!;
-    if (node.delete !== undefined && c.delete !== undefined) delete c.delete;
-    child.spec = c.spec;
-    child.explicitEmptyStores = c.explicitEmptyStores === true;
-    setExplicit(c, subtractFrom(child, acc));
+  for (const c of children) {
+    if (node.delete !== undefined) delete c.delete;
+    setExplicit(c, subtractFrom(flatOf(c), acc));
   }
 }
 
 function setExplicit(node: JournalNode, v: boolean): void {
   if (v) node.explicitEmptyStores = true;
-  // Only a node that has the property loses it: a `delete` of an absent property is still a
-  // call into the runtime, and a listing has one node per journal.
-  else if (node.explicitEmptyStores !== undefined) delete node.explicitEmptyStores;
+  else delete node.explicitEmptyStores;
 }
 
 /** canonicalDuration, keeping `d` itself when it is already canonical. */
