@@ -291,7 +291,14 @@ export class Keyspace {
    * etcd was away may well be alive again once etcd is back.
    */
   async resumeLease(id: bigint, opts: LeaseOptions = {}): Promise<Lease | undefined> {
-    const r = await this.call(`lease time-to-live ${id.toString(16)}`, () => this.rpc.leaseClient.leaseTimeToLive({ ID: id.toString() }));
+    let r;
+    try {
+      r = await this.call(`lease time-to-live ${id.toString(16)}`, () => this.rpc.leaseClient.leaseTimeToLive({ ID: id.toString() }));
+    } catch (e) {
+      // etcd answers TTL -1 for a lease it does not know; some versions may say so as an error.
+      if (/lease not found/i.test(describe(e))) return undefined;
+      throw e;
+    }
     const remaining = Number(r.TTL);
     const granted = Number(r.grantedTTL);
     // TTL is -1 for a lease etcd does not know (any more); one that is about to expire is not
