@@ -59,6 +59,12 @@ describe('our brokers under faults (four, replication 3, appends streaming)', { 
       const resumedAt = Date.now();
       const atResume = load.acked.length;
       await load.until('appends after etcd is back', () => load.acked.length >= atResume + 30, 60_000);
+      // The leases the brokers held before the outage are alive again once etcd is back (etcd
+      // renews every lease's TTL when it starts). Appends must still be acknowledged well past
+      // their TTL (5 s): a broker that registered under a new lease instead would lose every
+      // assignment when the old lease expires, and the journal would come back on empty spools
+      // and answer INDEX_HAS_GREATER_OFFSET.
+      await load.until('appends more than two lease TTLs after etcd is back', () => load.acked.some((a) => a.at >= resumedAt + 12_000), 60_000);
       const firstAfter = load.acked.find((a) => a.at >= resumedAt)!;
       t.diagnostic(`${duringOutage} appends acknowledged while etcd was down; first acknowledgement ${firstAfter.at - resumedAt} ms after etcd was healthy again; ${load.failures.length} failed attempts in all`);
     } finally {

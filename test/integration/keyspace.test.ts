@@ -211,6 +211,16 @@ describe('keyspace on a real etcd', { timeout: 120_000 }, () => {
       assert.equal(lease.lost, lost);
       assert.equal(lease.signal.aborted, true);
 
+      assert.equal(await b.resumeLease(lease.id), undefined, 'a revoked lease cannot be taken up again');
+      const held = await a.grantLease(5);
+      const again = await b.resumeLease(held.id);
+      assert.ok(again, 'a lease etcd still holds can be taken up');
+      assert.equal(again.id, held.id);
+      assert.equal(again.ttlSeconds, 5);
+      held.close();
+      assert.equal(await again.revoke(), true);
+      assert.equal(await b.resumeLease(held.id), undefined);
+
       const own = await a.grantLease(5);
       await a.put('/lost/own', 'v', { lease: own.id });
       assert.equal(await own.revoke(), true);

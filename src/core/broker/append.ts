@@ -138,6 +138,7 @@ async function appendLocked(b: Broker, res: Local, replica: Replica, first: Appe
   } else if (writable && replica.indexEnd > head) {
     // The stores hold content beyond what the replicas agree on: consistency was lost, and only
     // an operator (reset-head) may decide to carry on from the index's end.
+    b.log.debug('append refused: the stores hold content beyond the spool', { journal: spec.name, spool: `${replica.spool.fragment.begin}-${head}`, indexEnd: replica.indexEnd });
     return response(res, Status.INDEX_HAS_GREATER_OFFSET);
   }
 

@@ -1,8 +1,9 @@
 // This broker's membership: its member key `R/members/<zone>#<suffix>` (a BrokerSpec) under an
 // etcd lease kept alive by the keyspace client. When the lease is lost (etcd unreachable for a
 // whole TTL, or the process was paused past it) the member stops counting as registered, so the
-// daemon stops acting as primary, and keeps trying to register again with a fresh lease. It
-// never exits because of etcd.
+// daemon stops acting as primary, and keeps trying to register again: under the lease it had
+// when etcd still holds it (so its assignments stay), else under a fresh one. It never exits
+// because of etcd.
 
 import type { Keyspace, Lease } from '../../lib/keyspace/index.js';
 import { memberKey } from '../../lib/keyspace/keys.js';
@@ -53,22 +54,36 @@ export class Membership {
   }
 
   private async register(): Promise<void> {
-    const lease = await this.ks.grantLease(this.ttlSeconds, {
-      onLost: (err) => {
+    const opts = {
+      onLost: (err: Error) => {
         if (this.stopped) return;
         this.log.warn('etcd lease lost; no longer acting for this member until registered again', { err: err.message });
         for (const l of this.listeners) l(false);
         this.reRegister();
       },
-    });
+    };
+    // After a lapse, take up the lease we had when etcd still holds it (see resumeLease): our
+    // assignments live under it. With a fresh lease they would all expire together with the old
+    // one a few seconds later, and when every member of a route loses its assignment at once
+    // the journal comes back on new spools at offset 0 while its stores hold content beyond:
+    // INDEX_HAS_GREATER_OFFSET until an operator resets the head.
+    const previous = this.lease;
+    let lease = previous && previous.lost ? await this.ks.resumeLease(previous.id, opts) : undefined;
+    const resumed = lease !== undefined;
+    if (!lease) {
+      if (previous) this.log.info('etcd no longer holds our previous lease; registering with a new one', { lease: previous.id.toString(16) });
+      lease = await this.ks.grantLease(this.ttlSeconds, opts);
+    }
     try {
       await this.ks.put(this.key, Buffer.from(BrokerSpec.encode(this.spec).finish()), { lease: lease.id });
     } catch (e) {
-      await lease.revoke().catch(() => false);
+      // A resumed lease carries our assignments: leave it to expire rather than revoke it.
+      if (resumed) lease.close();
+      else await lease.revoke().catch(() => false);
       throw e;
     }
     this.lease = lease;
-    this.log.info('registered member', { key: this.key, lease: lease.id.toString(16) });
+    this.log.info(resumed ? 'registered member again under its previous lease' : 'registered member', { key: this.key, lease: lease.id.toString(16) });
     for (const l of this.listeners) l(true);
   }
 

@@ -31,6 +31,10 @@ export async function ensurePipeline(b: Broker, replica: Replica, res: Local): P
   try {
     if (p.size > 0) {
       const acks = await p.propose(replica.spool.fragment, replica.spool.registers);
+      if (b.log.enabled('debug')) {
+        const answers = acks.map((a) => `${a.endpoint}:${Status[a.response.status] ?? a.response.status}${a.response.fragment ? `:${a.response.fragment.begin}-${a.response.fragment.end}` : ''}`);
+        b.log.debug('pipeline sync', { journal: replica.name, spool: `${replica.spool.fragment.begin}-${replica.spool.fragment.end}`, answers: answers.join(' ') });
+      }
       if (!allOk(acks)) {
         let maxEnd = replica.spool.fragment.end;
         let registers = replica.spool.registers;

@@ -285,6 +285,32 @@ export class Keyspace {
   }
 
   /**
+   * Take up keeping alive a lease granted earlier (by id), if etcd still holds it: undefined when
+   * etcd reports it expired or revoked. etcd gives every lease a fresh TTL when a leader takes
+   * office (after a restart, for one), so a lease whose keep-alives failed for a whole TTL while
+   * etcd was away may well be alive again once etcd is back.
+   */
+  async resumeLease(id: bigint, opts: LeaseOptions = {}): Promise<Lease | undefined> {
+    let r;
+    try {
+      r = await this.call(`lease time-to-live ${id.toString(16)}`, () => this.rpc.leaseClient.leaseTimeToLive({ ID: id.toString() }));
+    } catch (e) {
+      // etcd answers TTL -1 for a lease it does not know; some versions may say so as an error.
+      if (/lease not found/i.test(describe(e))) return undefined;
+      throw e;
+    }
+    const remaining = Number(r.TTL);
+    const granted = Number(r.grantedTTL);
+    // TTL is -1 for a lease etcd does not know (any more); one that is about to expire is not
+    // worth taking up either.
+    if (!(remaining >= 1) || !(granted >= 1)) return undefined;
+    // etcd rounds the remaining time down to whole seconds: it keeps the lease at least that long.
+    const lease = new Lease(this, id, granted, opts, remaining * 1000);
+    this.own(lease);
+    return lease;
+  }
+
+  /**
    * Revoke a lease by id: every key attached to it is deleted at once, as when it expires.
    * Resolves false when etcd does not know the lease (expired or revoked already).
    */

@@ -39,6 +39,8 @@ export class Lease {
     /** TTL granted by etcd, in seconds. */
     readonly ttlSeconds: number,
     private readonly opts: LeaseOptions,
+    /** How long etcd is known to keep the lease from now without a keep-alive (default: the TTL). */
+    private readonly aliveForMs: number = ttlSeconds * 1000,
   ) {
     this.ended = this.keepAlive();
   }
@@ -56,7 +58,7 @@ export class Lease {
   private async keepAlive(): Promise<void> {
     const ttlMs = this.ttlSeconds * 1000;
     const interval = this.opts.keepAliveIntervalMs ?? Math.max(200, Math.floor(ttlMs / 3));
-    let aliveUntil = Date.now() + ttlMs;
+    let aliveUntil = Date.now() + this.aliveForMs;
     let lastError = '';
     try {
       while (!this.stop.signal.aborted) {
