@@ -740,7 +740,7 @@ export class StrictDoc {
     return out;
   }
 
-  /** Items of a sequence; null ⇒ undefined (absent). */
+  /** Items of a sequence; null means undefined (absent). */
   sequence(node: YNode | null, path: string): YNode[] | undefined {
     const n = this.deref(node);
     if (n === null || this.isNull(n)) return undefined;
@@ -762,14 +762,14 @@ export class StrictDoc {
     return n as Scalar;
   }
 
-  /** A string field: any non-null scalar's text (as yaml.v2 does), null ⇒ "". */
+  /** A string field: any non-null scalar's text (as yaml.v2 does), null means "". */
   string(node: YNode | null, path: string): string {
     const s = this.scalarOf(node, path, 'a string');
     if (s === null || this.scalarKind(s) === 'null') return '';
     return this.scalarText(s);
   }
 
-  /** A boolean field (YAML 1.1 spellings as yaml.v2), null ⇒ undefined. */
+  /** A boolean field (YAML 1.1 spellings as yaml.v2), null means undefined. */
   bool(node: YNode | null, path: string): boolean | undefined {
     const s = this.scalarOf(node, path, 'a boolean');
     if (s === null) return undefined;
@@ -780,7 +780,7 @@ export class StrictDoc {
     return BOOL_TRUE.has(text);
   }
 
-  /** An integer field within [min, max]; null ⇒ 0. */
+  /** An integer field within [min, max]; null means 0. */
   int(node: YNode | null, path: string, min: bigint, max: bigint): bigint {
     const s = this.scalarOf(node, path, 'an integer');
     if (s === null) return 0n;
@@ -793,7 +793,7 @@ export class StrictDoc {
     return v;
   }
 
-  /** A duration: a Go duration string, or an integer number of nanoseconds; null ⇒ 0. */
+  /** A duration: a Go duration string, or an integer number of nanoseconds; null means 0. */
   duration(node: YNode | null, path: string): bigint {
     const s = this.scalarOf(node, path, 'a duration');
     if (s === null) return 0n;
@@ -814,7 +814,7 @@ export class StrictDoc {
   }
 
   /**
-   * An enum given by name (and, with allowInt, by integer value); null ⇒ 0.
+   * An enum given by name (and, with allowInt, by integer value); null means 0.
    * `names` maps each accepted name to its value.
    */
   enumValue(
