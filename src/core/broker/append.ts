@@ -228,6 +228,17 @@ async function appendLocked(b: Broker, res: Local, replica: Replica, first: Appe
   }
 
   const newRegisters = n > 0 ? applyRegisters(registers, first.union_registers, first.subtract_registers) : registers;
+  // Our own copy of the content is written on the threadpool while the messages come in; it
+  // must be in the spool file before the commit goes out (a failed write fails the append,
+  // rolled back everywhere, as a failure while staging would).
+  if (n > 0) {
+    try {
+      await replica.spool.settled();
+    } catch (e) {
+      await proposeAll(replica, pipeline, replica.spool.fragment, replica.spool.registers).catch(() => undefined);
+      return fail(new Error(`writing the spool: ${(e as Error).message}`));
+    }
+  }
   const proposal = n > 0 ? replica.spool.next() : replica.spool.fragment;
   await proposeAll(replica, pipeline, proposal, newRegisters).catch(fail);
   const applied = replica.spool.applyProposal(proposal, newRegisters);

@@ -58,6 +58,9 @@ export class Replica {
     this.index = new FragmentIndex(spec.name, { openStore: deps.openStore });
     this.spool = new Spool(spec.name, {
       ...(deps.spoolDir ? { dir: deps.spoolDir } : {}),
+      // Content writes run on the threadpool; Append and Replicate await spool.settled() before
+      // they commit.
+      asyncWrites: true,
       observer: {
         onCommit: (lf) => this.index.spoolCommit(lf),
         onComplete: (lf) => this.persist(lf),

@@ -51,6 +51,16 @@ export async function serveReplicate(b: Broker, call: Call): Promise<void> {
         b.metrics.replicatedBytes.inc(msg.content.length);
       }
       let status = Status.OK;
+      if (msg.proposal && replica.spool.staged > 0) {
+        // The staged content is written on the threadpool: it must be in the file before a
+        // proposal may commit it (and before we acknowledge anything of it).
+        try {
+          await replica.spool.settled();
+        } catch (e) {
+          replica.spool.rollback();
+          return fail(call, GrpcStatus.INTERNAL, `replicate ${name}: writing the spool: ${(e as Error).message}`);
+        }
+      }
       if (msg.proposal) {
         // A stream belongs to the route it was opened with: once our view has another route,
         // the sender may no longer be primary, and nothing more of it is committed.
