@@ -27,7 +27,7 @@ import { subtractLabels, unionLabels } from '../../lib/protocol/labelsets.js';
 import { journalWritable, type Broker } from './broker.js';
 import { advertise, ensurePipeline, proposeAll, rollTo as rollToFragment } from './primary.js';
 import { fragmentEquals } from '../fragment/spool.js';
-import type { Replica } from './replica.js';
+import { SPOOL_WRITES_BEHIND_BYTES, type Replica } from './replica.js';
 import { desiredReplication, type Resolution } from './resolver.js';
 import { durationToNanos } from '../../lib/protocol/duration.js';
 import { routeEquals } from '../../lib/protocol/route.js';
@@ -208,6 +208,10 @@ async function appendLocked(b: Broker, res: Local, replica: Replica, first: Appe
       replica.spool.apply(m.content);
       hash.update(m.content);
       n += m.content.length;
+      // Spool writes run on the threadpool; when they fall this far behind, read no more until
+      // they caught up, so their buffers do not pile up.
+      const behind = replica.spool.writesBehind(SPOOL_WRITES_BEHIND_BYTES);
+      if (behind) await behind;
     }
   } catch (e) {
     flow.stop();

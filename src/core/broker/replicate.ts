@@ -12,7 +12,7 @@ import { status as GrpcStatus, type ServerDuplexStream } from '@grpc/grpc-js';
 import { ReplicateResponse, Status, type ReplicateRequest } from '../../lib/protocol/gen/broker/protocol.js';
 import { routeEquals } from '../../lib/protocol/route.js';
 import type { Broker } from './broker.js';
-import type { Replica } from './replica.js';
+import { SPOOL_WRITES_BEHIND_BYTES, type Replica } from './replica.js';
 
 type Call = ServerDuplexStream<ReplicateRequest, ReplicateResponse>;
 
@@ -49,6 +49,8 @@ export async function serveReplicate(b: Broker, call: Call): Promise<void> {
         }
         replica.spool.apply(msg.content, msg.content_delta);
         b.metrics.replicatedBytes.inc(msg.content.length);
+        const behind = replica.spool.writesBehind(SPOOL_WRITES_BEHIND_BYTES);
+        if (behind) await behind;
       }
       let status = Status.OK;
       if (msg.proposal && replica.spool.staged > 0) {

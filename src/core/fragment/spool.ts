@@ -61,6 +61,8 @@ interface FileHandleState {
   closed: boolean;
   /** Asynchronous writes issued and not yet done, in issue order (the first one is running). */
   queue: PendingWrite[];
+  /** Bytes of those writes not yet written. */
+  queuedBytes: number;
   /** The first failure of a write since the last `settled()`. */
   failed: Error | undefined;
   /** Waiters of `settled()`, woken when the queue runs empty. */
@@ -112,7 +114,7 @@ export class SpoolFile {
       fs.closeSync(fd);
       throw e;
     }
-    this.h = { fd, written: 0, closed: false, queue: [], failed: undefined, drained: [], closeWhenDrained: false };
+    this.h = { fd, written: 0, closed: false, queue: [], queuedBytes: 0, failed: undefined, drained: [], closeWhenDrained: false };
     spoolStats.openFiles++;
     finalizer.register(this, this.h, this);
   }
@@ -156,6 +158,7 @@ export class SpoolFile {
       this.h.written = end;
     }
     this.h.queue.push({ data, done: 0, position });
+    this.h.queuedBytes += data.length;
     if (this.h.queue.length === 1) {
       writing.add(this);
       this.writeNext();
@@ -173,6 +176,7 @@ export class SpoolFile {
         return this.writeNext();
       } else if (n === 0) h.failed ??= new Error(`spool file write at ${w.position + w.done} wrote nothing`);
       h.queue.shift();
+      h.queuedBytes -= w.data.length;
       if (h.queue.length > 0) return this.writeNext();
       writing.delete(this);
       const waiters = h.drained.splice(0);
@@ -209,6 +213,17 @@ export class SpoolFile {
   /** Whether asynchronous writes are still in flight. */
   get pendingWrites(): boolean {
     return this.h.queue.length > 0;
+  }
+
+  /** Bytes of asynchronous writes not yet done. */
+  get pendingWriteBytes(): number {
+    return this.h.queuedBytes;
+  }
+
+  /** Resolves once no asynchronous write is in flight (a failure is left for `settled()`). */
+  idle(): Promise<void> {
+    if (this.h.queue.length === 0) return Promise.resolve();
+    return new Promise<void>((resolve) => this.h.drained.push(resolve));
   }
 
   /** Up to `length` bytes at `position` (fewer only at the end of the file). */
@@ -471,6 +486,17 @@ export class Spool {
    */
   settled(): Promise<void> {
     return this.file ? this.file.settled() : Promise.resolve();
+  }
+
+  /**
+   * With more than `maxBytes` of content still being written, a promise that resolves once the
+   * writes are done (never rejects: `settled()` reports failures); else undefined. Lets a
+   * caller stop taking content while the disk is behind, so queued writes do not pile up in
+   * memory.
+   */
+  writesBehind(maxBytes: number): Promise<void> | undefined {
+    if (!this.file || this.file.pendingWriteBytes <= maxBytes) return undefined;
+    return this.file.idle();
   }
 
   /** The fragment that committing the staged content would make: the proposal to expect. */

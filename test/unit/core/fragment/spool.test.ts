@@ -262,6 +262,21 @@ describe('Spool with asyncWrites', () => {
     await new Spool(J, { dir, asyncWrites: true }).settled();
   });
 
+  it('says when its writes are behind by more than a bound, and when they caught up', async () => {
+    const s = new Spool(J, { dir, asyncWrites: true });
+    assert.equal(s.writesBehind(0), undefined, 'no file yet');
+    s.apply(Buffer.alloc(1000, 'a'));
+    s.apply(Buffer.alloc(1000, 'b'), 1000);
+    assert.equal(s.writesBehind(2000), undefined);
+    const behind = s.writesBehind(1500);
+    assert.ok(behind);
+    await behind;
+    assert.equal(s.writesBehind(0), undefined);
+    await s.settled();
+    assert.equal(s.applyProposal(s.next(), REGS).status, Status.OK);
+    assert.equal(s.read(999n, 2).toString(), 'ab');
+  });
+
   it('reports a failed write from settled(), once', async () => {
     const s = new Spool(J, { dir, asyncWrites: true });
     s.apply(Buffer.from('abc'));
