@@ -10,7 +10,8 @@
 // read    every journal read back from offset 0 (non-blocking) through its primary, in
 //         parallel; byte counts and sha256 are checked against what was appended
 // For each phase: MB/s (10^6 bytes/s), the brokers' CPU seconds (user + sys, all three, from
-// /proc/<pid>/stat) and, per implementation, the largest peak RSS of its brokers (VmHWM).
+// /proc/<pid>/stat), for appends also the seconds their threads waited for a CPU, and, per
+// implementation, the largest peak RSS of its brokers (VmHWM).
 // Ratios are ours / Go (above 1.0: ours is faster).
 //
 // Environment: BENCH_SIZE_MB (default 256), BENCH_JOURNALS (default 4), BENCH_APPEND_KB
@@ -19,7 +20,7 @@
 // Exit code: 0 when both implementations ran and verified, 1 otherwise.
 
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { credentials } from '@grpc/grpc-js';
 
@@ -52,6 +53,35 @@ function vmHwmKiB(pid: number | undefined): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Seconds the brokers' threads spent on a CPU and waiting in the run queue for one (the first two
+ * fields of /proc/<pid>/task/<tid>/schedstat), summed over every thread of the three brokers. On
+ * a busy machine the wait, not the CPU time, is what sets an append's pace.
+ */
+function brokersSched(c: Cluster): { run: number; wait: number } {
+  let run = 0;
+  let wait = 0;
+  for (const b of c.brokers) {
+    if (b.pid === undefined) continue;
+    let tasks: string[] = [];
+    try {
+      tasks = readdirSync(`/proc/${b.pid}/task`);
+    } catch {
+      continue;
+    }
+    for (const t of tasks) {
+      try {
+        const f = readFileSync(`/proc/${b.pid}/task/${t}/schedstat`, 'utf8').split(' ');
+        run += Number(f[0]) / 1e9;
+        wait += Number(f[1]) / 1e9;
+      } catch {
+        /* the thread is gone */
+      }
+    }
+  }
+  return { run, wait };
 }
 
 function brokersCpu(c: Cluster): number {
@@ -94,6 +124,8 @@ interface Figures {
   impl: string;
   appendMBs: number;
   appendCpu: number;
+  /** Seconds the brokers' threads waited for a CPU during the appends. */
+  appendWait: number;
   readMBs: number;
   readCpu: number;
   peakMiB: number;
@@ -124,6 +156,7 @@ async function runOne(impl: BrokerImpl): Promise<Figures> {
     const perJournal = Math.ceil(SIZE / JOURNALS / APPEND);
     const sent = new Map(names.map((n) => [n, createHash('sha256')]));
     const cpu0 = brokersCpu(cluster);
+    const sched0 = brokersSched(cluster);
     const t0 = performance.now();
     await Promise.all(
       names.map(async (n, ji) => {
@@ -139,6 +172,8 @@ async function runOne(impl: BrokerImpl): Promise<Figures> {
     );
     const appendS = (performance.now() - t0) / 1000;
     const appendCpu = brokersCpu(cluster) - cpu0;
+    const sched1 = brokersSched(cluster);
+    const appendWait = sched1.wait - sched0.wait;
     const total = perJournal * APPEND * JOURNALS;
 
     const cpu1 = brokersCpu(cluster);
@@ -151,7 +186,7 @@ async function runOne(impl: BrokerImpl): Promise<Figures> {
       if (got[i]!.bytes !== perJournal * APPEND || got[i]!.sha !== want) throw new Error(`${n}: read ${got[i]!.bytes} bytes, sha ${got[i]!.sha}; appended ${perJournal * APPEND}, sha ${want}`);
     }
     const peakKiB = Math.max(...cluster.brokers.map((b) => vmHwmKiB(b.pid) ?? 0));
-    return { impl: impl.name, appendMBs: total / 1e6 / appendS, appendCpu, readMBs: total / 1e6 / readS, readCpu, peakMiB: peakKiB / 1024 };
+    return { impl: impl.name, appendMBs: total / 1e6 / appendS, appendCpu, appendWait, readMBs: total / 1e6 / readS, readCpu, peakMiB: peakKiB / 1024 };
   } finally {
     for (const c of clients.values()) c.close();
     await cluster.stop();
@@ -166,7 +201,7 @@ for (let run = 0; run < RUNS; run++) {
   for (const impl of run % 2 ? [tsBroker, goBroker] : [goBroker, tsBroker]) {
     try {
       const f = await runOne(impl);
-      console.log(`  run ${run + 1} ${f.impl}: append ${fmt(f.appendMBs)} MB/s (${fmt(f.appendCpu, 2)} CPU s), read ${fmt(f.readMBs)} MB/s (${fmt(f.readCpu, 2)} CPU s), peak RSS ${fmt(f.peakMiB, 0)} MiB`);
+      console.log(`  run ${run + 1} ${f.impl}: append ${fmt(f.appendMBs)} MB/s (${fmt(f.appendCpu, 2)} CPU s, ${fmt(f.appendWait, 2)} s waiting for a CPU), read ${fmt(f.readMBs)} MB/s (${fmt(f.readCpu, 2)} CPU s), peak RSS ${fmt(f.peakMiB, 0)} MiB`);
       const b = best.get(f.impl);
       // Per phase, the fastest run counts, with its own CPU figure; peak RSS is the largest seen.
       best.set(
@@ -174,7 +209,7 @@ for (let run = 0; run < RUNS; run++) {
         b
           ? {
               impl: f.impl,
-              ...(f.appendMBs > b.appendMBs ? { appendMBs: f.appendMBs, appendCpu: f.appendCpu } : { appendMBs: b.appendMBs, appendCpu: b.appendCpu }),
+              ...(f.appendMBs > b.appendMBs ? { appendMBs: f.appendMBs, appendCpu: f.appendCpu, appendWait: f.appendWait } : { appendMBs: b.appendMBs, appendCpu: b.appendCpu, appendWait: b.appendWait }),
               ...(f.readMBs > b.readMBs ? { readMBs: f.readMBs, readCpu: f.readCpu } : { readMBs: b.readMBs, readCpu: b.readCpu }),
               peakMiB: Math.max(b.peakMiB, f.peakMiB),
             }

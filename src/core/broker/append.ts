@@ -27,7 +27,7 @@ import { subtractLabels, unionLabels } from '../../lib/protocol/labelsets.js';
 import { journalWritable, type Broker } from './broker.js';
 import { advertise, ensurePipeline, proposeAll, rollTo as rollToFragment } from './primary.js';
 import { fragmentEquals } from '../fragment/spool.js';
-import type { Replica } from './replica.js';
+import { SPOOL_WRITES_BEHIND_BYTES, type Replica } from './replica.js';
 import { desiredReplication, type Resolution } from './resolver.js';
 import { durationToNanos } from '../../lib/protocol/duration.js';
 import { routeEquals } from '../../lib/protocol/route.js';
@@ -208,6 +208,10 @@ async function appendLocked(b: Broker, res: Local, replica: Replica, first: Appe
       replica.spool.apply(m.content);
       hash.update(m.content);
       n += m.content.length;
+      // Spool writes run on the threadpool; when they fall this far behind, read no more until
+      // they caught up, so their buffers do not pile up.
+      const behind = replica.spool.writesBehind(SPOOL_WRITES_BEHIND_BYTES);
+      if (behind) await behind;
     }
   } catch (e) {
     flow.stop();
@@ -228,6 +232,17 @@ async function appendLocked(b: Broker, res: Local, replica: Replica, first: Appe
   }
 
   const newRegisters = n > 0 ? applyRegisters(registers, first.union_registers, first.subtract_registers) : registers;
+  // Our own copy of the content is written on the threadpool while the messages come in; it
+  // must be in the spool file before the commit goes out (a failed write fails the append,
+  // rolled back everywhere, as a failure while staging would).
+  if (n > 0) {
+    try {
+      await replica.spool.settled();
+    } catch (e) {
+      await proposeAll(replica, pipeline, replica.spool.fragment, replica.spool.registers).catch(() => undefined);
+      return fail(new Error(`writing the spool: ${(e as Error).message}`));
+    }
+  }
   const proposal = n > 0 ? replica.spool.next() : replica.spool.fragment;
   await proposeAll(replica, pipeline, proposal, newRegisters).catch(fail);
   const applied = replica.spool.applyProposal(proposal, newRegisters);

@@ -12,7 +12,7 @@ import { status as GrpcStatus, type ServerDuplexStream } from '@grpc/grpc-js';
 import { ReplicateResponse, Status, type ReplicateRequest } from '../../lib/protocol/gen/broker/protocol.js';
 import { routeEquals } from '../../lib/protocol/route.js';
 import type { Broker } from './broker.js';
-import type { Replica } from './replica.js';
+import { SPOOL_WRITES_BEHIND_BYTES, type Replica } from './replica.js';
 
 type Call = ServerDuplexStream<ReplicateRequest, ReplicateResponse>;
 
@@ -49,8 +49,20 @@ export async function serveReplicate(b: Broker, call: Call): Promise<void> {
         }
         replica.spool.apply(msg.content, msg.content_delta);
         b.metrics.replicatedBytes.inc(msg.content.length);
+        const behind = replica.spool.writesBehind(SPOOL_WRITES_BEHIND_BYTES);
+        if (behind) await behind;
       }
       let status = Status.OK;
+      if (msg.proposal && replica.spool.staged > 0) {
+        // The staged content is written on the threadpool: it must be in the file before a
+        // proposal may commit it (and before we acknowledge anything of it).
+        try {
+          await replica.spool.settled();
+        } catch (e) {
+          replica.spool.rollback();
+          return fail(call, GrpcStatus.INTERNAL, `replicate ${name}: writing the spool: ${(e as Error).message}`);
+        }
+      }
       if (msg.proposal) {
         // A stream belongs to the route it was opened with: once our view has another route,
         // the sender may no longer be primary, and nothing more of it is committed.

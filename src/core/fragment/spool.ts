@@ -15,6 +15,13 @@
 // the OS temp directory), and unlinked at once, so nothing is left behind by a crash. The file
 // descriptor is closed when the last LocalFragment referring to the file is garbage collected,
 // or explicitly by `SpoolFile.close()` (readers still holding it then fail with EBADF).
+//
+// A spool made with `asyncWrites` hands its content writes to libuv's threadpool instead of
+// writing on the calling thread: the broker's event loop then goes on decoding, hashing and
+// forwarding the next message while the kernel copies this one into the page cache. Those writes
+// run one at a time in the order they were issued (a rolled-back range written again must end up
+// with the later bytes), and the caller must wait for `settled()` before anything it wrote is
+// committed, so committed content is always in the file when a reader or the persister looks.
 import { createHash, type Hash } from 'node:crypto';
 import * as fs from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -52,10 +59,36 @@ interface FileHandleState {
   fd: number;
   written: number;
   closed: boolean;
+  /** Asynchronous writes issued and not yet done, in issue order (the first one is running). */
+  queue: PendingWrite[];
+  /** Bytes of those writes not yet written. */
+  queuedBytes: number;
+  /** The first failure of a write since the last `settled()`. */
+  failed: Error | undefined;
+  /** Waiters of `settled()`, woken when the queue runs empty. */
+  drained: (() => void)[];
+  /** close() was called while writes were pending: close once they are done. */
+  closeWhenDrained: boolean;
 }
+
+interface PendingWrite {
+  data: Uint8Array;
+  done: number;
+  position: number;
+}
+
+/**
+ * Files with asynchronous writes in flight. Holding them here keeps them from being garbage
+ * collected, and their descriptor closed, while the threadpool still writes through it.
+ */
+const writing = new Set<SpoolFile>();
 
 function closeHandle(h: FileHandleState): void {
   if (h.closed) return;
+  if (h.queue.length > 0) {
+    h.closeWhenDrained = true;
+    return;
+  }
   h.closed = true;
   spoolStats.openFiles--;
   spoolStats.bytesOnDisk -= h.written;
@@ -81,7 +114,7 @@ export class SpoolFile {
       fs.closeSync(fd);
       throw e;
     }
-    this.h = { fd, written: 0, closed: false };
+    this.h = { fd, written: 0, closed: false, queue: [], queuedBytes: 0, failed: undefined, drained: [], closeWhenDrained: false };
     spoolStats.openFiles++;
     finalizer.register(this, this.h, this);
   }
@@ -108,6 +141,89 @@ export class SpoolFile {
       spoolStats.bytesOnDisk += end - this.h.written;
       this.h.written = end;
     }
+  }
+
+  /**
+   * Writes `data` at `position` on the threadpool, after every asynchronous write issued before
+   * it. `data` must not change until `settled()` resolves. A failure is reported by the next
+   * `settled()`.
+   */
+  writeAtAsync(data: Uint8Array, position: number): void {
+    this.checkOpen();
+    if (this.h.closeWhenDrained) throw new SpoolFileClosedError('spool file is closed');
+    if (data.length === 0) return;
+    const end = position + data.length;
+    if (end > this.h.written) {
+      spoolStats.bytesOnDisk += end - this.h.written;
+      this.h.written = end;
+    }
+    this.h.queue.push({ data, done: 0, position });
+    this.h.queuedBytes += data.length;
+    if (this.h.queue.length === 1) {
+      writing.add(this);
+      this.writeNext();
+    }
+  }
+
+  private writeNext(): void {
+    const h = this.h;
+    const w = h.queue[0]!;
+    fs.write(h.fd, w.data, w.done, w.data.length - w.done, w.position + w.done, (err, n) => {
+      if (err) h.failed ??= err;
+      else if (n > 0 && w.done + n < w.data.length) {
+        // A short write: the rest of this one goes first.
+        w.done += n;
+        return this.writeNext();
+      } else if (n === 0) h.failed ??= new Error(`spool file write at ${w.position + w.done} wrote nothing`);
+      h.queue.shift();
+      h.queuedBytes -= w.data.length;
+      if (h.queue.length > 0) return this.writeNext();
+      writing.delete(this);
+      const waiters = h.drained.splice(0);
+      for (const wake of waiters) wake();
+      if (h.closeWhenDrained) {
+        h.closeWhenDrained = false;
+        closeHandle(h);
+      }
+    });
+  }
+
+  /**
+   * Resolves once every asynchronous write issued so far is in the file; rejects with the first
+   * failure among them (and forgets it: what failed was never committed).
+   */
+  settled(): Promise<void> {
+    const h = this.h;
+    const check = (): void => {
+      const e = h.failed;
+      h.failed = undefined;
+      if (e) throw e;
+    };
+    if (h.queue.length === 0) {
+      try {
+        check();
+      } catch (e) {
+        return Promise.reject(e as Error);
+      }
+      return Promise.resolve();
+    }
+    return new Promise<void>((resolve) => h.drained.push(resolve)).then(check);
+  }
+
+  /** Whether asynchronous writes are still in flight. */
+  get pendingWrites(): boolean {
+    return this.h.queue.length > 0;
+  }
+
+  /** Bytes of asynchronous writes not yet done. */
+  get pendingWriteBytes(): number {
+    return this.h.queuedBytes;
+  }
+
+  /** Resolves once no asynchronous write is in flight (a failure is left for `settled()`). */
+  idle(): Promise<void> {
+    if (this.h.queue.length === 0) return Promise.resolve();
+    return new Promise<void>((resolve) => this.h.drained.push(resolve));
   }
 
   /** Up to `length` bytes at `position` (fewer only at the end of the file). */
@@ -159,7 +275,10 @@ export class SpoolFile {
     if (this.h.closed) throw new SpoolFileClosedError('spool file is closed');
   }
 
-  /** Closes the descriptor now (otherwise closed when the file is garbage collected). */
+  /**
+   * Closes the descriptor now (otherwise closed when the file is garbage collected); with
+   * asynchronous writes in flight, once they are done (no new ones are taken meanwhile).
+   */
   close(): void {
     finalizer.unregister(this);
     closeHandle(this.h);
@@ -223,6 +342,11 @@ export interface SpoolOptions {
   observer?: SpoolObserver;
   /** Clock, for the first-append time (tests). */
   now?: () => Date;
+  /**
+   * Content writes go to the threadpool (see the top of this file): the owner awaits `settled()`
+   * before it commits staged content.
+   */
+  asyncWrites?: boolean;
 }
 
 /** The staged content's delta is not what the spool holds: a protocol error of the sender. */
@@ -296,6 +420,7 @@ export class Spool {
   private readonly dir: string | undefined;
   private readonly observer: SpoolObserver;
   private readonly now: () => Date;
+  private readonly asyncWrites: boolean;
 
   /** A new spool of `journal`: empty at offset 0 with codec NONE, as upstream's are. */
   constructor(readonly journal: string, opts: SpoolOptions = {}) {
@@ -303,6 +428,7 @@ export class Spool {
     this.dir = opts.dir;
     this.observer = opts.observer ?? {};
     this.now = opts.now ?? (() => new Date());
+    this.asyncWrites = opts.asyncWrites ?? false;
   }
 
   /** The committed fragment (a copy). */
@@ -348,9 +474,29 @@ export class Spool {
     }
     if (content.length === 0) return;
     this.file ??= new SpoolFile(this.dir);
-    this.file.writeAt(content, Number(this.contentLength) + this.delta);
+    if (this.asyncWrites) this.file.writeAtAsync(content, Number(this.contentLength) + this.delta);
+    else this.file.writeAt(content, Number(this.contentLength) + this.delta);
     this.summer.update(content);
     this.delta += content.length;
+  }
+
+  /**
+   * Resolves once the staged content is in the spool file (at once unless `asyncWrites`); rejects
+   * when a write of it failed. Await it before applying a proposal that commits.
+   */
+  settled(): Promise<void> {
+    return this.file ? this.file.settled() : Promise.resolve();
+  }
+
+  /**
+   * With more than `maxBytes` of content still being written, a promise that resolves once the
+   * writes are done (never rejects: `settled()` reports failures); else undefined. Lets a
+   * caller stop taking content while the disk is behind, so queued writes do not pile up in
+   * memory.
+   */
+  writesBehind(maxBytes: number): Promise<void> | undefined {
+    if (!this.file || this.file.pendingWriteBytes <= maxBytes) return undefined;
+    return this.file.idle();
   }
 
   /** The fragment that committing the staged content would make: the proposal to expect. */

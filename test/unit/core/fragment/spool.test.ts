@@ -241,6 +241,76 @@ describe('Spool', () => {
   });
 });
 
+describe('Spool with asyncWrites', () => {
+  it('has the staged content in the file once settled, in the order it was written', async () => {
+    const s = new Spool(J, { dir, asyncWrites: true });
+    s.applyProposal(frag(0n, 0n, ''), REGS);
+    // Many writes in flight at once, then a roll-back and different bytes at the same offsets:
+    // the later bytes must win.
+    const junk = Buffer.alloc(64 * 1024, 'x');
+    for (let i = 0; i < 16; i++) s.apply(junk);
+    s.rollback();
+    const parts = Array.from({ length: 16 }, (_, i) => Buffer.alloc(64 * 1024, 97 + i));
+    for (const p of parts) s.apply(p);
+    await s.settled();
+    const want = Buffer.concat(parts);
+    assert.ok(fragmentEquals(s.next(), frag(0n, BigInt(want.length), want.toString('latin1'))));
+    assert.deepEqual(s.applyProposal(s.next(), REGS), { status: Status.OK, committed: true });
+    assert.ok(s.read(0n, want.length).equals(want));
+    // Nothing pending: settled() resolves at once, and so it does on a spool without a file.
+    await s.settled();
+    await new Spool(J, { dir, asyncWrites: true }).settled();
+  });
+
+  it('says when its writes are behind by more than a bound, and when they caught up', async () => {
+    const s = new Spool(J, { dir, asyncWrites: true });
+    assert.equal(s.writesBehind(0), undefined, 'no file yet');
+    s.apply(Buffer.alloc(1000, 'a'));
+    s.apply(Buffer.alloc(1000, 'b'), 1000);
+    assert.equal(s.writesBehind(2000), undefined);
+    const behind = s.writesBehind(1500);
+    assert.ok(behind);
+    await behind;
+    assert.equal(s.writesBehind(0), undefined);
+    await s.settled();
+    assert.equal(s.applyProposal(s.next(), REGS).status, Status.OK);
+    assert.equal(s.read(999n, 2).toString(), 'ab');
+  });
+
+  it('reports a failed write from settled(), once', async () => {
+    const s = new Spool(J, { dir, asyncWrites: true });
+    s.apply(Buffer.from('abc'));
+    await s.settled();
+    const lf = s.local();
+    // Close the descriptor behind the file's back so the next write fails (EBADF).
+    const { closeSync } = await import('node:fs');
+    const file = (s as unknown as { file: { fd: number; h: { closed: boolean } } }).file;
+    closeSync(file.fd);
+    s.apply(Buffer.from('def'), 3);
+    await assert.rejects(s.settled(), /EBADF/);
+    await s.settled();
+    assert.ok(lf);
+    // Its number may be another file's by now: never close it again.
+    file.h.closed = true;
+  });
+
+  it('closes a file with writes in flight only once they are done', async () => {
+    const s = new Spool(J, { dir, asyncWrites: true });
+    s.apply(Buffer.from('abc'));
+    assert.equal(s.staged, 3);
+    const settled = s.settled();
+    const lf = s.local();
+    const file = (s as unknown as { file: { close(): void; pendingWrites: boolean; isClosed: boolean } }).file;
+    assert.equal(file.pendingWrites, true);
+    file.close();
+    assert.equal(file.isClosed, false, 'the descriptor stays open while a write uses it');
+    await settled;
+    assert.equal(file.isClosed, true);
+    assert.throws(() => s.apply(Buffer.from('d'), 3), SpoolFileClosedError);
+    assert.ok(lf);
+  });
+});
+
 describe('roll rules', () => {
   const at = (iso: string) => new Date(iso);
   function view(begin: bigint, end: bigint, first: Date | undefined, codec = CompressionCodec.GZIP) {
