@@ -20,25 +20,8 @@ import {
   ReplicateRequest,
   JournalService,
 } from '../../lib/protocol/gen/broker/protocol.js';
+import { putVarint, varintSize } from '../../lib/protocol/varint.js';
 
-/** Bytes of `v` as a protobuf varint (v a non-negative integer below 2^53). */
-function varintSize(v: number): number {
-  let n = 1;
-  while (v >= 0x80) {
-    v = Math.floor(v / 128);
-    n++;
-  }
-  return n;
-}
-
-function putVarint(buf: Buffer, pos: number, v: number): number {
-  while (v >= 0x80) {
-    buf[pos++] = (v % 128) | 0x80;
-    v = Math.floor(v / 128);
-  }
-  buf[pos++] = v;
-  return pos;
-}
 
 /**
  * A varint starting at `pos` that ends before `end` and fits in 53 bits (seven bytes hold 49),

@@ -15,6 +15,7 @@
 // full garbage collections.
 
 import { ReadResponse } from '../../lib/protocol/gen/broker/protocol.js';
+import { putVarint, varintSize } from '../../lib/protocol/varint.js';
 
 /** A Read response message: one to encode, or a content chunk already encoded. */
 export type ReadWireMessage = ReadResponse | Buffer;
@@ -49,37 +50,20 @@ export function recycleContent(msg: Buffer): void {
   if (pool.length < POOL_MAX) pool.push(msg.buffer as ArrayBuffer);
 }
 
-function varintLength(v: number): number {
-  let n = 1;
-  while (v >= 0x80) {
-    v = Math.floor(v / 128);
-    n++;
-  }
-  return n;
-}
-
-function writeVarint(dst: Buffer, at: number, v: number): number {
-  while (v >= 0x80) {
-    dst[at++] = (v % 128) | 0x80;
-    v = Math.floor(v / 128);
-  }
-  dst[at++] = v;
-  return at;
-}
 
 /** Bytes before the content of a chunk at `offset` carrying `length` content bytes. */
 function prefixLength(offset: number, length: number): number {
-  return (offset === 0 ? 0 : 1 + varintLength(offset)) + 1 + varintLength(length);
+  return (offset === 0 ? 0 : 1 + varintSize(offset)) + 1 + varintSize(length);
 }
 
 function writePrefix(dst: Buffer, offset: number, length: number): number {
   let at = 0;
   if (offset !== 0) {
     dst[at++] = TAG_OFFSET;
-    at = writeVarint(dst, at, offset);
+    at = putVarint(dst, at, offset);
   }
   dst[at++] = TAG_CONTENT;
-  return writeVarint(dst, at, length);
+  return putVarint(dst, at, length);
 }
 
 /** Offsets the number arithmetic here encodes exactly; others go through the generated encoder. */
