@@ -8,27 +8,17 @@
 // the upload. Other brokers proxy the request to the primary, or, with do_not_proxy, answer
 // NOT_JOURNAL_PRIMARY_BROKER with the route, as for Append.
 
-import { Metadata, status as GrpcStatus, type sendUnaryData, type ServerUnaryCall, type ServiceError } from '@grpc/grpc-js';
+import { status as GrpcStatus, type sendUnaryData, type ServerUnaryCall } from '@grpc/grpc-js';
 import { Status } from '../../lib/protocol/gen/broker/protocol.js';
 import { FlushResponse, type FlushRequest, type FlushServer } from '../../lib/protocol/gen/gazctl/flush.js';
 import { fragmentEquals, type LocalFragment } from '../fragment/spool.js';
-import { RpcError } from './append.js';
 import type { Broker } from './broker.js';
 import { ensurePipeline, proposeAll } from './primary.js';
 import type { Resolution } from './resolver.js';
+import { RpcError } from './append.js';
+import { rpcError, toServiceError } from './rpc-errors.js';
 
 type Local = Extract<Resolution, { kind: 'local' }>;
-
-function rpcError(code: GrpcStatus, details: string): ServiceError {
-  return Object.assign(new Error(details), { code, details, metadata: new Metadata() });
-}
-
-function toServiceError(e: unknown): ServiceError {
-  if (e instanceof RpcError) return rpcError(e.code, e.message);
-  const se = e as Partial<ServiceError>;
-  if (typeof se.code === 'number') return rpcError(se.code, se.details ?? (e as Error).message);
-  return rpcError(GrpcStatus.UNAVAILABLE, `flush: ${(e as Error).message}`);
-}
 
 /** Flush the journal of `res` at this broker, its primary. */
 export async function serveFlush(b: Broker, res: Local): Promise<FlushResponse> {
@@ -96,7 +86,7 @@ export function flushService(b: Broker): FlushServer {
         }
         cb(null, await serveFlush(b, res));
       } catch (e) {
-        cb(toServiceError(e));
+        cb(toServiceError(e, { code: GrpcStatus.UNAVAILABLE, prefix: 'flush: ' }));
       }
     },
   };

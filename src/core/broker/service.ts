@@ -5,7 +5,7 @@
 // A server stream ends with an error status through emit('error', …): grpc-js's destroy() would
 // leave the client waiting without one.
 
-import { Metadata, status as GrpcStatus, type sendUnaryData, type ServerReadableStream, type ServerWritableStream, type ServiceError } from '@grpc/grpc-js';
+import { status as GrpcStatus, type sendUnaryData, type ServerReadableStream, type ServerWritableStream } from '@grpc/grpc-js';
 import {
   AppendRequest_Suspend,
   AppendResponse,
@@ -35,21 +35,11 @@ import { journalReadable, type Broker } from './broker.js';
 import { proxyAppend, proxyFragments, proxyRead } from './proxy.js';
 import { serveRead } from './read.js';
 import { serveReplicate } from './replicate.js';
+import { rpcError, toServiceError } from './rpc-errors.js';
 
 /** Journals per List response message, as upstream. */
 const LIST_PAGE = 25;
 const DEFAULT_FRAGMENTS_PAGE = 1000;
-
-function rpcError(code: GrpcStatus, details: string): ServiceError {
-  return Object.assign(new Error(details), { code, details, metadata: new Metadata() });
-}
-
-function toServiceError(e: unknown): ServiceError {
-  if (e instanceof RpcError) return rpcError(e.code, e.message);
-  const se = e as Partial<ServiceError>;
-  if (typeof se.code === 'number') return rpcError(se.code, se.details ?? (e as Error).message);
-  return rpcError(GrpcStatus.UNKNOWN, (e as Error).message);
-}
 
 export function journalService(b: Broker): JournalServer {
   const unrouted = () => b.resolver.header();
