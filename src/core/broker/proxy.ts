@@ -3,6 +3,7 @@
 
 import { Metadata, status as GrpcStatus, type ServerReadableStream, type ServerWritableStream, type ServiceError } from '@grpc/grpc-js';
 import type { AppendRequest, AppendResponse, FragmentsRequest, FragmentsResponse, Header, ReadRequest, ReadResponse } from '../../lib/protocol/gen/broker/protocol.js';
+import type { JournalClient } from '../../lib/protocol/gen/broker/protocol.js';
 import type { Peers } from './peers.js';
 
 function grpcError(e: unknown): Partial<ServiceError> {
@@ -10,24 +11,53 @@ function grpcError(e: unknown): Partial<ServiceError> {
   return { code: se.code ?? GrpcStatus.UNAVAILABLE, details: se.details ?? (e as Error).message, message: (e as Error).message, metadata: new Metadata() };
 }
 
-export function proxyRead(peers: Peers, endpoint: string, header: Header, call: ServerWritableStream<ReadRequest, ReadResponse>): Promise<void> {
+/** A broker to forward to, with the header that names it. */
+export interface ProxyTarget {
+  endpoint: string;
+  header: Header;
+}
+
+/** The peer could not be reached at all, so nothing was served and another member may be tried. */
+function unreachable(e: unknown): boolean {
+  return (e as Partial<ServiceError>).code === GrpcStatus.UNAVAILABLE;
+}
+
+/**
+ * Forwards a read to the first target, and on to the next while a target cannot be reached
+ * before it answered anything: a read has no effect, so trying another member is safe.
+ */
+export function proxyRead(peers: Peers, targets: ProxyTarget[], call: ServerWritableStream<ReadRequest, ReadResponse>): Promise<void> {
   return new Promise((resolve) => {
-    const up = peers.client(endpoint).read({ ...call.request, header });
-    call.on('cancelled', () => up.cancel());
-    up.on('data', (r: ReadResponse) => {
-      if (!call.write(r)) {
-        up.pause();
-        call.once('drain', () => up.resume());
-      }
+    let cancelled = false;
+    let up: ReturnType<JournalClient['read']> | undefined;
+    call.on('cancelled', () => {
+      cancelled = true;
+      up?.cancel();
     });
-    up.on('error', (e) => {
-      call.emit('error', Object.assign(new Error((e as Error).message), grpcError(e)));
-      resolve();
-    });
-    up.on('end', () => {
-      call.end();
-      resolve();
-    });
+    const attempt = (k: number) => {
+      const t = targets[k]!;
+      let answered = false;
+      const stream = peers.client(t.endpoint).read({ ...call.request, header: t.header });
+      up = stream;
+      if (cancelled) stream.cancel();
+      stream.on('data', (r: ReadResponse) => {
+        answered = true;
+        if (!call.write(r)) {
+          stream.pause();
+          call.once('drain', () => stream.resume());
+        }
+      });
+      stream.on('error', (e) => {
+        if (!answered && !cancelled && k + 1 < targets.length && unreachable(e)) return attempt(k + 1);
+        call.emit('error', Object.assign(new Error((e as Error).message), grpcError(e)));
+        resolve();
+      });
+      stream.on('end', () => {
+        call.end();
+        resolve();
+      });
+    };
+    attempt(0);
   });
 }
 
@@ -58,8 +88,17 @@ export function proxyAppend(
   });
 }
 
-export function proxyFragments(peers: Peers, endpoint: string, header: Header, req: FragmentsRequest): Promise<FragmentsResponse> {
-  return new Promise((resolve, reject) => {
-    peers.client(endpoint).listFragments({ ...req, header }, (err, res) => (err ? reject(grpcError(err)) : resolve(res)));
-  });
+/** Forwards a fragment listing, trying the next target while one cannot be reached. */
+export async function proxyFragments(peers: Peers, targets: ProxyTarget[], req: FragmentsRequest): Promise<FragmentsResponse> {
+  for (let k = 0; ; k++) {
+    const t = targets[k]!;
+    try {
+      return await new Promise<FragmentsResponse>((resolve, reject) => {
+        peers.client(t.endpoint).listFragments({ ...req, header: t.header }, (err, res) => (err ? reject(err) : resolve(res)));
+      });
+    } catch (e) {
+      if (k + 1 < targets.length && unreachable(e)) continue;
+      throw grpcError(e);
+    }
+  }
 }

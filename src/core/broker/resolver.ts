@@ -21,7 +21,17 @@ export interface ResolveOptions {
 
 export type Resolution =
   | { kind: 'local'; entry: JournalEntry; spec: JournalSpec; header: Header; localIndex: number }
-  | { kind: 'proxy'; entry: JournalEntry; endpoint: string; header: Header }
+  | {
+      kind: 'proxy';
+      entry: JournalEntry;
+      endpoint: string;
+      header: Header;
+      /**
+       * Other members that may serve the request instead (reads and fragment listings only), in
+       * the order to try them when `endpoint` cannot be reached.
+       */
+      fallbacks?: { endpoint: string; header: Header }[];
+    }
   | { kind: 'status'; status: Status; header: Header };
 
 export class ResolveError extends Error {}
@@ -38,6 +48,7 @@ export class Resolver {
     private readonly view: ClusterView,
     private readonly member: Membership,
     readonly self: ProcessSpec_ID,
+    private readonly random: () => number = Math.random,
   ) {}
 
   /** A header naming this broker, with `route` and the view's etcd state. */
@@ -83,12 +94,20 @@ export class Resolver {
     if (route.members.length === 0) return { kind: 'status', status: Status.INSUFFICIENT_JOURNAL_BROKERS, header };
     if (localIndex >= 0) return { kind: 'local', entry, spec: entry.spec, header, localIndex };
     if (!o.mayProxy || o.header) return { kind: 'status', status: Status.NOT_JOURNAL_BROKER, header };
-    // Prefer the primary, else the first member with an endpoint.
-    const order = [route.primary, ...route.members.map((_, i) => i)].filter((i) => i >= 0);
-    for (const i of order) {
+    // Any member serves a read: start at a random one, as the reference broker does, so reads
+    // spread over the route. The others follow as fallbacks: while a killed primary still holds
+    // its place in the route (until its lease expires), a read proxied to it is tried on a
+    // live replica instead of failing back to the client.
+    const n = route.members.length;
+    const start = Math.floor(this.random() * n);
+    const targets: { endpoint: string; header: Header }[] = [];
+    for (let k = 0; k < n; k++) {
+      const i = (start + k) % n;
       const endpoint = route.endpoints[i];
-      if (endpoint) return { kind: 'proxy', entry, endpoint, header: { ...header, process_id: { ...route.members[i]! } } };
+      if (endpoint) targets.push({ endpoint, header: { ...header, process_id: { ...route.members[i]! } } });
     }
-    return { kind: 'status', status: Status.INSUFFICIENT_JOURNAL_BROKERS, header };
+    const [first, ...fallbacks] = targets;
+    if (!first) return { kind: 'status', status: Status.INSUFFICIENT_JOURNAL_BROKERS, header };
+    return { kind: 'proxy', entry, endpoint: first.endpoint, header: first.header, fallbacks };
   }
 }

@@ -163,7 +163,7 @@ export function journalService(b: Broker): JournalServer {
           call.write(ReadResponse.fromPartial({ status: res.status, header: res.header }));
           return call.end();
         }
-        if (res.kind === 'proxy') return await proxyRead(b.peers, res.endpoint, res.header, call);
+        if (res.kind === 'proxy') return await proxyRead(b.peers, [res, ...(res.fallbacks ?? [])], call);
         if (!journalReadable(res.spec.flags)) {
           call.write(ReadResponse.fromPartial({ status: Status.NOT_ALLOWED, header: res.header }));
           return call.end();
@@ -222,7 +222,7 @@ export function journalService(b: Broker): JournalServer {
       try {
         const res = await b.resolver.resolve({ journal: req.journal, requirePrimary: false, mayProxy: !req.do_not_proxy, header: req.header });
         if (res.kind === 'status') return cb(null, FragmentsResponse.fromPartial({ status: res.status, header: res.header }));
-        if (res.kind === 'proxy') return cb(null, await proxyFragments(b.peers, res.endpoint, res.header, req));
+        if (res.kind === 'proxy') return cb(null, await proxyFragments(b.peers, [res, ...(res.fallbacks ?? [])], req));
         if (res.spec.suspend?.level === JournalSpec_Suspend_Level.FULL) return cb(null, FragmentsResponse.fromPartial({ status: Status.SUSPENDED, header: res.header }));
         if (!journalReadable(res.spec.flags)) return cb(null, FragmentsResponse.fromPartial({ status: Status.NOT_ALLOWED, header: res.header }));
         const replica = b.replicas.ensure(res.spec);
