@@ -47,12 +47,17 @@ export function proxyRead(peers: Peers, targets: ProxyTarget[], call: ServerWrit
           call.once('drain', () => stream.resume());
         }
       });
+      let failed = false;
       stream.on('error', (e) => {
+        // grpc-js ends the stream before it emits the error, and 'end' follows on the next tick:
+        // a failed stream must not end the call (nor the call we moved on to).
+        failed = true;
         if (!answered && !cancelled && k + 1 < targets.length && unreachable(e)) return attempt(k + 1);
         call.emit('error', Object.assign(new Error((e as Error).message), grpcError(e)));
         resolve();
       });
       stream.on('end', () => {
+        if (failed) return;
         call.end();
         resolve();
       });
