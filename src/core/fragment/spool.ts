@@ -83,6 +83,9 @@ interface PendingWrite {
  */
 const writing = new Set<SpoolFile>();
 
+/** Queued writes that continue each other in the file go to the threadpool in one writev of at most this many buffers. */
+const WRITEV_MAX_BUFFERS = 64;
+
 function closeHandle(h: FileHandleState): void {
   if (h.closed) return;
   if (h.queue.length > 0) {
@@ -160,32 +163,78 @@ export class SpoolFile {
     this.h.queue.push({ data, done: 0, position });
     this.h.queuedBytes += data.length;
     if (this.h.queue.length === 1) {
+      // The first write after the file was idle waits for the loop's check phase, so content
+      // handled in the same turn of the event loop (several messages read off one socket at
+      // once) goes to the threadpool in one writev.
       writing.add(this);
-      this.writeNext();
+      setImmediate(() => this.writeNext());
     }
   }
 
+  /**
+   * Writes the queue's head, with the writes right after it that continue it in the file (up to
+   * WRITEV_MAX_BUFFERS), in one call on the threadpool; the next batch follows once it is done.
+   * A rolled-back range written again is not contiguous with what came before, so it starts a
+   * batch of its own, after the earlier one: the later bytes win.
+   */
   private writeNext(): void {
     const h = this.h;
-    const w = h.queue[0]!;
-    fs.write(h.fd, w.data, w.done, w.data.length - w.done, w.position + w.done, (err, n) => {
-      if (err) h.failed ??= err;
-      else if (n > 0 && w.done + n < w.data.length) {
-        // A short write: the rest of this one goes first.
-        w.done += n;
-        return this.writeNext();
-      } else if (n === 0) h.failed ??= new Error(`spool file write at ${w.position + w.done} wrote nothing`);
-      h.queue.shift();
-      h.queuedBytes -= w.data.length;
-      if (h.queue.length > 0) return this.writeNext();
-      writing.delete(this);
-      const waiters = h.drained.splice(0);
-      for (const wake of waiters) wake();
-      if (h.closeWhenDrained) {
-        h.closeWhenDrained = false;
-        closeHandle(h);
+    const first = h.queue[0]!;
+    let count = 1;
+    let end = first.position + first.data.length;
+    while (count < h.queue.length && count < WRITEV_MAX_BUFFERS && h.queue[count]!.position === end) {
+      end += h.queue[count]!.data.length;
+      count++;
+    }
+    const at = first.position + first.done;
+    const onDone = (err: NodeJS.ErrnoException | null, n: number): void => {
+      if (err) {
+        h.failed ??= err;
+        this.finished(count);
+        return;
       }
-    });
+      if (n === 0) {
+        h.failed ??= new Error(`spool file write at ${at} wrote nothing`);
+        this.finished(count);
+        return;
+      }
+      // Drop what was written whole; a short write leaves the rest of its last write at the
+      // head of the queue (marked done that far), to go first.
+      let whole = 0;
+      let left = n;
+      while (whole < count && left > 0) {
+        const w = h.queue[whole]!;
+        const rest = w.data.length - w.done;
+        if (left < rest) {
+          w.done += left;
+          break;
+        }
+        left -= rest;
+        whole++;
+      }
+      this.finished(whole);
+    };
+    if (count === 1) fs.write(h.fd, first.data, first.done, first.data.length - first.done, at, onDone);
+    else {
+      const bufs: Uint8Array[] = new Array(count);
+      bufs[0] = first.done === 0 ? first.data : first.data.subarray(first.done);
+      for (let i = 1; i < count; i++) bufs[i] = h.queue[i]!.data;
+      fs.writev(h.fd, bufs, at, onDone);
+    }
+  }
+
+  /** The first `count` queued writes are done (or failed): go on with the rest, or wake waiters. */
+  private finished(count: number): void {
+    const h = this.h;
+    for (const w of h.queue.splice(0, count)) h.queuedBytes -= w.data.length;
+    if (h.queue.length > 0) return this.writeNext();
+    writing.delete(this);
+    const waiters = h.drained.splice(0);
+    for (const wake of waiters) wake();
+    if (h.closeWhenDrained) {
+      h.closeWhenDrained = false;
+      closeHandle(h);
+    }
   }
 
   /**
