@@ -3,10 +3,13 @@
 import { credentials } from '@grpc/grpc-js';
 import { JournalClient } from '../../lib/protocol/gen/broker/protocol.js';
 import { FlushClient } from '../../lib/protocol/gen/gazctl/flush.js';
+import { ReplicateSessions, type ReplicateCall, type ReplicateCallHandlers } from './replicate-client.js';
 
 export class Peers {
   private readonly clients = new Map<string, JournalClient>();
   private readonly flushClients = new Map<string, FlushClient>();
+  /** Replication streams go over HTTP/2 connections of their own (replicate-client.ts). */
+  private readonly replicateSessions = new ReplicateSessions();
 
   constructor(private readonly maxMessageBytes = 16 << 20) {}
 
@@ -37,7 +40,13 @@ export class Peers {
     return c;
   }
 
+  /** A Replicate stream to the broker at `endpoint`. */
+  openReplicate(endpoint: string, handlers: ReplicateCallHandlers): ReplicateCall {
+    return this.replicateSessions.open(endpoint, handlers);
+  }
+
   close(): void {
+    this.replicateSessions.close();
     for (const c of this.clients.values()) c.close();
     this.clients.clear();
     this.flushClients.clear();

@@ -4,10 +4,10 @@
 // commit. A pipeline belongs to one route (at one etcd revision); when the route changes, or a
 // stream fails, it is torn down and the next append builds a new one.
 
-import type { ClientDuplexStream } from '@grpc/grpc-js';
-import { JournalService, Status, type Fragment, type Header, type LabelSet, type ReplicateRequest, type ReplicateResponse, type Route } from '../../lib/protocol/gen/broker/protocol.js';
-import { encodeReplicateContent, encodeReplicateRequest } from './codec.js';
+import { Status, type Fragment, type Header, type LabelSet, type ReplicateRequest, type ReplicateResponse, type Route } from '../../lib/protocol/gen/broker/protocol.js';
+import { encodeReplicateRequest } from './codec.js';
 import type { Peers } from './peers.js';
+import { contentHead, frameMessage, type ReplicateCall } from './replicate-client.js';
 
 export class PipelineError extends Error {}
 
@@ -15,14 +15,16 @@ class PeerStream {
   private readonly queue: (ReplicateResponse | Error)[] = [];
   private wake: (() => void) | undefined;
   private failed: Error | undefined;
+  private readonly call: ReplicateCall;
 
   constructor(
     readonly endpoint: string,
-    private readonly call: ClientDuplexStream<Buffer, ReplicateResponse>,
+    peers: Peers,
   ) {
-    call.on('data', (r: ReplicateResponse) => this.push(r));
-    call.on('error', (e: Error) => this.fail(e));
-    call.on('end', () => this.fail(new PipelineError(`replica ${endpoint} closed its Replicate stream`)));
+    this.call = peers.openReplicate(endpoint, {
+      onResponse: (r) => this.push(r),
+      onEnd: (e) => this.fail(e ?? new PipelineError(`replica ${endpoint} closed its Replicate stream`)),
+    });
   }
 
   private push(x: ReplicateResponse | Error): void {
@@ -36,10 +38,10 @@ class PeerStream {
     this.push(e);
   }
 
-  /** Writes an encoded ReplicateRequest. */
-  send(encoded: Buffer): void {
+  /** Writes a framed ReplicateRequest, given as one buffer or several that follow each other. */
+  send(...framed: Buffer[]): void {
     if (this.failed) throw new PipelineError(`replica ${this.endpoint}: ${this.failed.message}`);
-    this.call.write(encoded);
+    this.call.write(...framed);
   }
 
   async recv(timeoutMs: number): Promise<ReplicateResponse> {
@@ -96,11 +98,9 @@ export class Pipeline {
       if (i === localIndex) return;
       const endpoint = route.endpoints[i];
       if (!endpoint) throw new PipelineError(`replica ${m.zone}#${m.suffix} has no endpoint`);
-      // The stream takes requests already encoded (see codec.ts): content is encoded once for
-      // every replica.
-      const def = JournalService.replicate;
-      const call = peers.client(endpoint).makeBidiStreamRequest<Buffer, ReplicateResponse>(def.path, (b: Buffer) => b, def.responseDeserialize);
-      this.streams.push(new PeerStream(endpoint, call));
+      // The streams take framed requests (replicate-client.ts): a content message's head is
+      // made once for every replica, and its content is never copied.
+      this.streams.push(new PeerStream(endpoint, peers));
     });
     this.memberIds = route.members.filter((_, i) => i !== localIndex);
   }
@@ -120,7 +120,7 @@ export class Pipeline {
     this.streams.forEach((s, i) => {
       const req: Partial<ReplicateRequest> = { proposal, registers, acknowledge: true };
       if (this.first) req.header = { ...this.header, process_id: { ...this.memberIds[i]! } };
-      s.send(encodeReplicateRequest(req));
+      s.send(frameMessage(encodeReplicateRequest(req)));
     });
     this.first = false;
     const acks: Ack[] = [];
@@ -131,8 +131,8 @@ export class Pipeline {
   /** Forward content; `delta` is the number of bytes staged before it since the last commit. */
   content(content: Buffer, delta: number): void {
     if (this.streams.length === 0) return;
-    const encoded = encodeReplicateContent(content, delta);
-    for (const s of this.streams) s.send(encoded);
+    const head = contentHead(content.length, delta);
+    for (const s of this.streams) s.send(head, content);
   }
 
   close(): void {

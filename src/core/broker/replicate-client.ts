@@ -1,0 +1,232 @@
+// The primary's side of Replicate streams, spoken over node:http2 directly instead of through
+// grpc-js's client.
+//
+// Every content message of an append goes to every replica. Through grpc-js each one was framed
+// into a fresh buffer (the 5-byte message prefix, then a copy of the whole message), per replica,
+// after passing several layers of call objects with a promise and a nextTick each; those buffers
+// were most of what the primary's garbage collector had to do. Here a content message is written
+// as two buffers, a small head (message prefix, content_delta, content's tag and length) and
+// the content itself, which is a view of the client's message as grpc-js received it: HTTP/2
+// sends both without copying them, and the head is shared by all replicas.
+//
+// What is spoken is plain gRPC over HTTP/2 (any server of protocol.Journal answers, ours or
+// upstream's): a POST to /protocol.Journal/Replicate with content-type application/grpc and
+// `te: trailers`, length-prefixed messages both ways (never compressed: we announce no
+// encoding), and the call's status in the trailers (or in the headers, for a response that is
+// only a status).
+
+import * as http2 from 'node:http2';
+import { connect as netConnect } from 'node:net';
+import { status as GrpcStatus } from '@grpc/grpc-js';
+import { ReplicateResponse } from '../../lib/protocol/gen/broker/protocol.js';
+import { putVarint, varintSize } from '../../lib/protocol/varint.js';
+
+const PATH = '/protocol.Journal/Replicate';
+const CONTENT_TAG = (4 << 3) | 2; // ReplicateRequest.content, length-delimited
+const DELTA_TAG = (5 << 3) | 0; // ReplicateRequest.content_delta, varint
+
+/** A gRPC status other than OK that ended a call (code and message as grpc-js words them). */
+export class ReplicateCallError extends Error {
+  constructor(
+    readonly code: number,
+    readonly details: string,
+  ) {
+    super(`${code} ${GrpcStatus[code] ?? 'UNKNOWN'}: ${details}`);
+  }
+}
+
+/** A whole encoded ReplicateRequest, with its gRPC message prefix. */
+export function frameMessage(encoded: Uint8Array): Buffer {
+  const out = Buffer.allocUnsafe(5 + encoded.length);
+  out[0] = 0;
+  out.writeUInt32BE(encoded.length, 1);
+  out.set(encoded, 5);
+  return out;
+}
+
+/**
+ * The head of the framed ReplicateRequest {content, content_delta}: the message prefix, then
+ * content_delta (when not zero) and content's tag and length; the content's bytes follow it on
+ * the wire. Fields may come in any order in protobuf, and every decoder (ours, upstream's)
+ * reads this message as the generated encoder's {content, content_delta}.
+ */
+export function contentHead(contentLength: number, delta: number): Buffer {
+  if (!Number.isSafeInteger(delta) || delta < 0) throw new RangeError(`content delta ${delta} out of range`);
+  const deltaBytes = delta !== 0 ? 1 + varintSize(delta) : 0;
+  const size = deltaBytes + 1 + varintSize(contentLength) + contentLength;
+  const head = Buffer.allocUnsafe(5 + deltaBytes + 1 + varintSize(contentLength));
+  head[0] = 0;
+  head.writeUInt32BE(size, 1);
+  let pos = 5;
+  if (delta !== 0) {
+    head[pos++] = DELTA_TAG;
+    pos = putVarint(head, pos, delta);
+  }
+  head[pos++] = CONTENT_TAG;
+  putVarint(head, pos, contentLength);
+  return head;
+}
+
+export interface ReplicateCallHandlers {
+  onResponse(r: ReplicateResponse): void;
+  /** The call is over: an error, or undefined when the replica ended it with status OK. */
+  onEnd(err: Error | undefined): void;
+}
+
+/** One Replicate stream to a replica. */
+export class ReplicateCall {
+  private pending: Buffer | undefined;
+  private ended = false;
+  private status: { code: number; details: string } | undefined;
+
+  constructor(
+    private readonly stream: http2.ClientHttp2Stream,
+    private readonly handlers: ReplicateCallHandlers,
+  ) {
+    stream.on('response', (headers) => {
+      const code = headers[':status'];
+      if (code !== 200) return this.fail(new ReplicateCallError(GrpcStatus.UNKNOWN, `replica answered HTTP status ${code}`));
+      // A response that is only a status carries it in the headers.
+      if (headers['grpc-status'] !== undefined) this.takeStatus(headers);
+    });
+    stream.on('trailers', (trailers) => this.takeStatus(trailers));
+    stream.on('data', (chunk: Buffer) => this.onData(chunk));
+    stream.on('error', (e: Error) => this.finish(e));
+    stream.on('close', () => {
+      if (this.status === undefined) {
+        const rst = stream.rstCode;
+        return this.finish(new ReplicateCallError(GrpcStatus.UNAVAILABLE, rst ? `stream reset by the replica (HTTP/2 code ${rst})` : 'the stream closed without a status'));
+      }
+      this.settle();
+    });
+  }
+
+  /**
+   * The replica sent the call's status: once every message before it is read, the call is over,
+   * whether or not our side was still sending (the stream is then closed from our side too).
+   */
+  private takeStatus(h: http2.IncomingHttpHeaders): void {
+    this.readStatus(h);
+    if (this.stream.readableEnded) this.settle();
+    else this.stream.once('end', () => this.settle());
+  }
+
+  private settle(): void {
+    const s = this.status!;
+    this.finish(s.code === GrpcStatus.OK ? undefined : new ReplicateCallError(s.code, s.details));
+    if (!this.stream.destroyed) this.stream.close();
+  }
+
+  private readStatus(h: http2.IncomingHttpHeaders): void {
+    const raw = h['grpc-status'];
+    const code = Number(Array.isArray(raw) ? raw[0] : raw);
+    let details = String(h['grpc-message'] ?? '');
+    try {
+      details = decodeURIComponent(details);
+    } catch {
+      // not percent-encoded after all: keep it as it came
+    }
+    this.status = { code: Number.isInteger(code) ? code : GrpcStatus.UNKNOWN, details };
+  }
+
+  private onData(chunk: Buffer): void {
+    let buf = this.pending ? Buffer.concat([this.pending, chunk]) : chunk;
+    this.pending = undefined;
+    while (buf.length >= 5) {
+      const len = buf.readUInt32BE(1);
+      if (buf.length < 5 + len) break;
+      if (buf[0] !== 0) return this.fail(new ReplicateCallError(GrpcStatus.INTERNAL, 'replica sent a compressed message'));
+      let r: ReplicateResponse;
+      try {
+        r = ReplicateResponse.decode(buf.subarray(5, 5 + len));
+      } catch (e) {
+        return this.fail(new ReplicateCallError(GrpcStatus.INTERNAL, `replica sent an undecodable ReplicateResponse: ${(e as Error).message}`));
+      }
+      buf = buf.subarray(5 + len);
+      this.handlers.onResponse(r);
+      if (this.ended) return;
+    }
+    if (buf.length > 0) this.pending = buf;
+  }
+
+  private fail(e: Error): void {
+    this.finish(e);
+    this.cancel();
+  }
+
+  private finish(e: Error | undefined): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.handlers.onEnd(e);
+  }
+
+  /** Writes framed message bytes (several buffers go out as one write, none of them copied). */
+  write(...bufs: Buffer[]): void {
+    if (this.ended || this.stream.destroyed) return;
+    if (bufs.length === 1) {
+      this.stream.write(bufs[0]);
+      return;
+    }
+    this.stream.cork();
+    for (const b of bufs) this.stream.write(b);
+    this.stream.uncork();
+  }
+
+  /** Half-closes our side. */
+  end(): void {
+    if (!this.stream.destroyed) this.stream.end();
+  }
+
+  /** Ends the call at once (RST_STREAM CANCEL), as a cancelled gRPC call does. */
+  cancel(): void {
+    if (!this.stream.destroyed) this.stream.close(http2.constants.NGHTTP2_CANCEL);
+  }
+}
+
+/** One HTTP/2 connection per replica endpoint, shared by every Replicate stream to it. */
+export class ReplicateSessions {
+  private readonly sessions = new Map<string, http2.ClientHttp2Session>();
+
+  private session(endpoint: string): http2.ClientHttp2Session {
+    const cur = this.sessions.get(endpoint);
+    if (cur && !cur.closed && !cur.destroyed) return cur;
+    const u = new URL(endpoint);
+    const host = u.hostname.replace(/^\[(.*)\]$/, '$1');
+    const port = Number(u.port || 80);
+    const s = http2.connect(`http://${u.host}`, {
+      createConnection: () => netConnect({ host, port, noDelay: true }),
+    });
+    const drop = (): void => {
+      if (this.sessions.get(endpoint) === s) this.sessions.delete(endpoint);
+    };
+    // A failed connection fails its streams (each reports it); the next pipeline connects anew.
+    s.on('error', drop);
+    s.on('goaway', drop);
+    s.on('close', drop);
+    this.sessions.set(endpoint, s);
+    return s;
+  }
+
+  /** Opens a Replicate stream to the broker at `endpoint` (an http:// URL). */
+  open(endpoint: string, handlers: ReplicateCallHandlers): ReplicateCall {
+    const s = this.session(endpoint);
+    const stream = s.request(
+      {
+        ':method': 'POST',
+        ':path': PATH,
+        ':scheme': 'http',
+        ':authority': new URL(endpoint).host,
+        'content-type': 'application/grpc',
+        te: 'trailers',
+        'user-agent': 'gazette-ts-broker',
+      },
+      { endStream: false },
+    );
+    return new ReplicateCall(stream, handlers);
+  }
+
+  close(): void {
+    for (const s of this.sessions.values()) s.destroy();
+    this.sessions.clear();
+  }
+}

@@ -1,0 +1,146 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { status as GrpcStatus, type ServerDuplexStream } from '@grpc/grpc-js';
+
+import { startServer, type ServiceServer } from '../../../../src/core/broker/server.js';
+import { Metrics } from '../../../../src/core/broker/metrics.js';
+import { ReplicateCallError, ReplicateSessions, contentHead, frameMessage, type ReplicateCall } from '../../../../src/core/broker/replicate-client.js';
+import { encodeReplicateRequest } from '../../../../src/core/broker/codec.js';
+import { ReplicateRequest, ReplicateResponse, Status, type JournalServer } from '../../../../src/lib/protocol/gen/broker/protocol.js';
+
+type Call = ServerDuplexStream<ReplicateRequest, ReplicateResponse>;
+
+/** What a replica saw of one stream, and how it ended it. */
+interface Seen {
+  requests: ReplicateRequest[];
+}
+
+describe('Replicate over HTTP/2 without grpc-js (replicate-client.ts)', () => {
+  let server: ServiceServer;
+  let behave: (call: Call, seen: Seen) => void;
+  const seen: Seen[] = [];
+  const sessions = new ReplicateSessions();
+
+  before(async () => {
+    const journal = {
+      replicate(call: Call) {
+        const s: Seen = { requests: [] };
+        seen.push(s);
+        behave(call, s);
+      },
+    } as unknown as JournalServer;
+    server = await startServer({ host: '127.0.0.1', port: 0, journal, metrics: new Metrics(), ready: () => true, maxRecvBytes: 1 << 22 });
+  });
+  after(async () => {
+    sessions.close();
+    await server.close();
+  });
+
+  /** Opens a stream; resolves with its responses once it ends (with the error it ended with). */
+  function open(): { call: ReplicateCall; done: Promise<{ responses: ReplicateResponse[]; err: Error | undefined }> } {
+    const responses: ReplicateResponse[] = [];
+    let call!: ReplicateCall;
+    const done = new Promise<{ responses: ReplicateResponse[]; err: Error | undefined }>((resolve) => {
+      call = sessions.open(`http://127.0.0.1:${server.port}`, {
+        onResponse: (r) => responses.push(r),
+        onEnd: (err) => resolve({ responses, err }),
+      });
+    });
+    return { call, done };
+  }
+
+  it('sends content messages as {content, content_delta}, whole, and reads every answer', async () => {
+    behave = (call, s) => {
+      call.on('data', (r: ReplicateRequest) => {
+        s.requests.push(r);
+        if (r.acknowledge) call.write(ReplicateResponse.fromPartial({ status: Status.OK }));
+      });
+      call.on('end', () => call.end());
+    };
+    const { call, done } = open();
+    const first = ReplicateRequest.fromPartial({ proposal: { journal: 'a/b', begin: 0n, end: 0n }, acknowledge: true });
+    call.write(frameMessage(encodeReplicateRequest(first)));
+    const big = Buffer.alloc(200_000, 'x');
+    big.write('start', 0);
+    const small = Buffer.from('hello');
+    call.write(contentHead(big.length, 0), big);
+    call.write(contentHead(small.length, big.length), small);
+    call.write(frameMessage(encodeReplicateRequest(ReplicateRequest.fromPartial({ proposal: { journal: 'a/b', begin: 0n, end: 5n }, acknowledge: true }))));
+    call.end();
+    const { responses, err } = await done;
+    assert.equal(err, undefined, 'the replica ended the call with OK');
+    assert.deepEqual(
+      responses.map((r) => r.status),
+      [Status.OK, Status.OK],
+    );
+    const got = seen.at(-1)!.requests;
+    assert.equal(got.length, 4);
+    assert.equal(got[0]!.proposal?.journal, 'a/b');
+    assert.ok(Buffer.from(got[1]!.content).equals(big));
+    assert.equal(got[1]!.content_delta, 0n);
+    assert.ok(Buffer.from(got[2]!.content).equals(small));
+    assert.equal(got[2]!.content_delta, BigInt(big.length));
+    assert.equal(got[3]!.proposal?.end, 5n);
+  });
+
+  it('the head of a content message is what the generated encoder writes, with content_delta first', () => {
+    const content = Buffer.from('some content');
+    for (const delta of [0, 1, 300, 2 ** 40]) {
+      const wire = Buffer.concat([contentHead(content.length, delta), content]);
+      assert.equal(wire.readUInt32BE(1), wire.length - 5);
+      const r = ReplicateRequest.decode(wire.subarray(5));
+      assert.deepEqual(r, ReplicateRequest.fromPartial({ content, content_delta: BigInt(delta) }));
+    }
+    assert.throws(() => contentHead(1, -1), RangeError);
+  });
+
+  it('reports a status the replica ended the call with, code and message', async () => {
+    behave = (call) => {
+      call.once('data', () => {
+        call.write(ReplicateResponse.fromPartial({ status: Status.OK }));
+        call.emit('error', Object.assign(new Error('replicate a/b: 50% done, then: nope'), { code: GrpcStatus.FAILED_PRECONDITION, details: 'replicate a/b: 50% done, then: nope' }));
+      });
+    };
+    const { call, done } = open();
+    call.write(frameMessage(encodeReplicateRequest(ReplicateRequest.fromPartial({ proposal: { journal: 'a/b' }, acknowledge: true }))));
+    const { responses, err } = await done;
+    assert.equal(responses.length, 1);
+    assert.ok(err instanceof ReplicateCallError);
+    assert.equal(err.code, GrpcStatus.FAILED_PRECONDITION);
+    assert.equal(err.details, 'replicate a/b: 50% done, then: nope');
+    assert.match(err.message, /^9 FAILED_PRECONDITION: /);
+  });
+
+  it('reports a call answered with a status alone (no message before it)', async () => {
+    behave = (call) => {
+      call.once('data', () => call.emit('error', Object.assign(new Error('bad'), { code: GrpcStatus.INVALID_ARGUMENT, details: 'bad first message' })));
+    };
+    const { call, done } = open();
+    call.write(frameMessage(encodeReplicateRequest({ acknowledge: true })));
+    const { responses, err } = await done;
+    assert.equal(responses.length, 0);
+    assert.ok(err instanceof ReplicateCallError);
+    assert.equal(err.code, GrpcStatus.INVALID_ARGUMENT);
+    assert.equal(err.details, 'bad first message');
+  });
+
+  it('fails the call of an endpoint nobody listens on, and a cancelled call ends', async () => {
+    const dead = new ReplicateSessions();
+    try {
+      const err = await new Promise<Error | undefined>((resolve) => {
+        const c = dead.open('http://127.0.0.1:1', { onResponse: () => undefined, onEnd: resolve });
+        c.write(frameMessage(encodeReplicateRequest({ acknowledge: true })));
+      });
+      assert.ok(err, 'the call failed');
+    } finally {
+      dead.close();
+    }
+    behave = () => undefined; // never answers
+    const { call, done } = open();
+    call.write(frameMessage(encodeReplicateRequest({ acknowledge: true })));
+    call.cancel();
+    const { err } = await done;
+    assert.ok(err instanceof ReplicateCallError);
+    assert.equal(err.code, GrpcStatus.UNAVAILABLE);
+  });
+});
