@@ -12,9 +12,10 @@
 //   someone holds it. Any other message (the first one, a proposal, unknown fields, a field
 //   repeated, anything odd) goes to the generated decoder whole, so the result is the generated
 //   decoder's for every input, only faster on the common one.
-// - a content message to replicas is encoded once, into a buffer of exactly its size, and the
-//   same bytes are written to every replica's stream (the pipeline's streams take encoded
-//   buffers). The bytes are the generated encoder's (content, then content_delta when non-zero).
+// - `encodeReplicateContent` gives a content message to replicas as the generated encoder does
+//   (content, then content_delta when non-zero), in one buffer of exactly its size. The primary's
+//   Replicate streams write the same bytes in pieces, without copying the content
+//   (replicate-client.ts).
 import {
   AppendRequest,
   ReplicateRequest,

@@ -7,7 +7,7 @@
 import { Status, type Fragment, type Header, type LabelSet, type ReplicateRequest, type ReplicateResponse, type Route } from '../../lib/protocol/gen/broker/protocol.js';
 import { encodeReplicateRequest } from './codec.js';
 import type { Peers } from './peers.js';
-import { contentHead, frameMessage, type ReplicateCall } from './replicate-client.js';
+import { contentFrame, frameMessage, type ReplicateCall } from './replicate-client.js';
 
 export class PipelineError extends Error {}
 
@@ -98,8 +98,8 @@ export class Pipeline {
       if (i === localIndex) return;
       const endpoint = route.endpoints[i];
       if (!endpoint) throw new PipelineError(`replica ${m.zone}#${m.suffix} has no endpoint`);
-      // The streams take framed requests (replicate-client.ts): a content message's head is
-      // made once for every replica, and its content is never copied.
+      // The streams take framed requests (replicate-client.ts): a content message's small
+      // head and tail are made once for every replica, and its content is never copied.
       this.streams.push(new PeerStream(endpoint, peers));
     });
     this.memberIds = route.members.filter((_, i) => i !== localIndex);
@@ -131,8 +131,8 @@ export class Pipeline {
   /** Forward content; `delta` is the number of bytes staged before it since the last commit. */
   content(content: Buffer, delta: number): void {
     if (this.streams.length === 0) return;
-    const head = contentHead(content.length, delta);
-    for (const s of this.streams) s.send(head, content);
+    const frame = contentFrame(content, delta);
+    for (const s of this.streams) s.send(...frame);
   }
 
   close(): void {

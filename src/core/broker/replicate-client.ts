@@ -5,9 +5,10 @@
 // into a fresh buffer (the 5-byte message prefix, then a copy of the whole message), per replica,
 // after passing several layers of call objects with a promise and a nextTick each; those buffers
 // were most of what the primary's garbage collector had to do. Here a content message is written
-// as two buffers, a small head (message prefix, content_delta, content's tag and length) and
-// the content itself, which is a view of the client's message as grpc-js received it: HTTP/2
-// sends both without copying them, and the head is shared by all replicas.
+// as a small head (message prefix, content's tag and length), the content itself (a view of the
+// client's message as grpc-js received it) and a few bytes of content_delta after it: HTTP/2
+// sends them without copying, and the small buffers are shared by all replicas. The bytes are
+// the generated encoder's.
 //
 // What is spoken is plain gRPC over HTTP/2 (any server of protocol.Journal answers, ours or
 // upstream's): a POST to /protocol.Journal/Replicate with content-type application/grpc and
@@ -45,26 +46,24 @@ export function frameMessage(encoded: Uint8Array): Buffer {
 }
 
 /**
- * The head of the framed ReplicateRequest {content, content_delta}: the message prefix, then
- * content_delta (when not zero) and content's tag and length; the content's bytes follow it on
- * the wire. Fields may come in any order in protobuf, and every decoder (ours, upstream's)
- * reads this message as the generated encoder's {content, content_delta}.
+ * The framed ReplicateRequest {content, content_delta} as the buffers to write in order: a head
+ * (the message prefix, content's tag and length), the content itself (not copied), and, when
+ * content_delta is not zero, a tail with it. Without the prefix these are the generated
+ * encoder's bytes for that message. Head and tail are shared by every replica.
  */
-export function contentHead(contentLength: number, delta: number): Buffer {
+export function contentFrame(content: Buffer, delta: number): Buffer[] {
   if (!Number.isSafeInteger(delta) || delta < 0) throw new RangeError(`content delta ${delta} out of range`);
-  const deltaBytes = delta !== 0 ? 1 + varintSize(delta) : 0;
-  const size = deltaBytes + 1 + varintSize(contentLength) + contentLength;
-  const head = Buffer.allocUnsafe(5 + deltaBytes + 1 + varintSize(contentLength));
+  const lengthBytes = varintSize(content.length);
+  const tail = delta !== 0 ? Buffer.allocUnsafe(1 + varintSize(delta)) : undefined;
+  const head = Buffer.allocUnsafe(5 + 1 + lengthBytes);
   head[0] = 0;
-  head.writeUInt32BE(size, 1);
-  let pos = 5;
-  if (delta !== 0) {
-    head[pos++] = DELTA_TAG;
-    pos = putVarint(head, pos, delta);
-  }
-  head[pos++] = CONTENT_TAG;
-  putVarint(head, pos, contentLength);
-  return head;
+  head.writeUInt32BE(1 + lengthBytes + content.length + (tail?.length ?? 0), 1);
+  head[5] = CONTENT_TAG;
+  putVarint(head, 6, content.length);
+  if (!tail) return [head, content];
+  tail[0] = DELTA_TAG;
+  putVarint(tail, 1, delta);
+  return [head, content, tail];
 }
 
 export interface ReplicateCallHandlers {

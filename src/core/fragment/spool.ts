@@ -19,9 +19,11 @@
 // A spool made with `asyncWrites` hands its content writes to libuv's threadpool instead of
 // writing on the calling thread: the broker's event loop then goes on decoding, hashing and
 // forwarding the next message while the kernel copies this one into the page cache. Those writes
-// run one at a time in the order they were issued (a rolled-back range written again must end up
-// with the later bytes), and the caller must wait for `settled()` before anything it wrote is
-// committed, so committed content is always in the file when a reader or the persister looks.
+// run one batch at a time in the order they were issued (a rolled-back range written again must
+// end up with the later bytes): writes queued while a batch is on the threadpool, each continuing
+// the one before in the file, go out together as one writev. The caller must wait for
+// `settled()` before anything it wrote is committed, so committed content is always in the file
+// when a reader or the persister looks.
 import { createHash, type Hash } from 'node:crypto';
 import * as fs from 'node:fs';
 import { tmpdir } from 'node:os';

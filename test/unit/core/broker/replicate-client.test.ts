@@ -4,8 +4,8 @@ import { status as GrpcStatus, type ServerDuplexStream } from '@grpc/grpc-js';
 
 import { startServer, type ServiceServer } from '../../../../src/core/broker/server.js';
 import { Metrics } from '../../../../src/core/broker/metrics.js';
-import { ReplicateCallError, ReplicateSessions, contentHead, frameMessage, type ReplicateCall } from '../../../../src/core/broker/replicate-client.js';
-import { encodeReplicateRequest } from '../../../../src/core/broker/codec.js';
+import { ReplicateCallError, ReplicateSessions, contentFrame, frameMessage, type ReplicateCall } from '../../../../src/core/broker/replicate-client.js';
+import { encodeReplicateContent, encodeReplicateRequest } from '../../../../src/core/broker/codec.js';
 import { ReplicateRequest, ReplicateResponse, Status, type JournalServer } from '../../../../src/lib/protocol/gen/broker/protocol.js';
 
 type Call = ServerDuplexStream<ReplicateRequest, ReplicateResponse>;
@@ -63,8 +63,8 @@ describe('Replicate over HTTP/2 without grpc-js (replicate-client.ts)', () => {
     const big = Buffer.alloc(200_000, 'x');
     big.write('start', 0);
     const small = Buffer.from('hello');
-    call.write(contentHead(big.length, 0), big);
-    call.write(contentHead(small.length, big.length), small);
+    call.write(...contentFrame(big, 0));
+    call.write(...contentFrame(small, big.length));
     call.write(frameMessage(encodeReplicateRequest(ReplicateRequest.fromPartial({ proposal: { journal: 'a/b', begin: 0n, end: 5n }, acknowledge: true }))));
     call.end();
     const { responses, err } = await done;
@@ -83,15 +83,20 @@ describe('Replicate over HTTP/2 without grpc-js (replicate-client.ts)', () => {
     assert.equal(got[3]!.proposal?.end, 5n);
   });
 
-  it('the head of a content message is what the generated encoder writes, with content_delta first', () => {
-    const content = Buffer.from('some content');
-    for (const delta of [0, 1, 300, 2 ** 40]) {
-      const wire = Buffer.concat([contentHead(content.length, delta), content]);
-      assert.equal(wire.readUInt32BE(1), wire.length - 5);
-      const r = ReplicateRequest.decode(wire.subarray(5));
-      assert.deepEqual(r, ReplicateRequest.fromPartial({ content, content_delta: BigInt(delta) }));
+  it('frames a content message as the generated encoder writes it, the content not copied', () => {
+    for (const len of [1, 127, 128, 70_000]) {
+      const content = Buffer.alloc(len, 'c');
+      for (const delta of [0, 1, 300, 2 ** 40]) {
+        const parts = contentFrame(content, delta);
+        assert.equal(parts[1], content, 'the content goes out as it is');
+        const wire = Buffer.concat(parts);
+        assert.equal(wire[0], 0, 'not compressed');
+        assert.equal(wire.readUInt32BE(1), wire.length - 5);
+        assert.deepEqual(wire.subarray(5), encodeReplicateContent(content, delta), `len ${len} delta ${delta}`);
+        assert.deepEqual(ReplicateRequest.decode(wire.subarray(5)), ReplicateRequest.fromPartial({ content, content_delta: BigInt(delta) }));
+      }
     }
-    assert.throws(() => contentHead(1, -1), RangeError);
+    assert.throws(() => contentFrame(Buffer.alloc(1), -1), RangeError);
   });
 
   it('reports a status the replica ended the call with, code and message', async () => {
