@@ -12,8 +12,9 @@
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Http2Server, ServerHttp2Session } from 'node:http2';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
-import { Server as GrpcServer, ServerCredentials } from '@grpc/grpc-js';
-import type { JournalServer } from '../../lib/protocol/gen/broker/protocol.js';
+import { Server as GrpcServer, ServerCredentials, type ServerDuplexStream } from '@grpc/grpc-js';
+import type { JournalServer, ReplicateRequest, ReplicateResponse } from '../../lib/protocol/gen/broker/protocol.js';
+import { routeReplicate } from './replicate-server.js';
 import { FastJournalService } from './codec.js';
 import { FlushService, type FlushServer } from '../../lib/protocol/gen/gazctl/flush.js';
 import type { Metrics } from './metrics.js';
@@ -82,6 +83,8 @@ export async function startServer(opts: {
   if (opts.flush) grpc.addService(FlushService, opts.flush);
   const injector = grpc.createConnectionInjector(ServerCredentials.createInsecure());
   raiseReceiveWindows(grpc);
+  // Replicate streams skip grpc-js's server (replicate-server.ts); the handler is the same.
+  routeReplicate(grpc, (call) => void opts.journal.replicate(call as unknown as ServerDuplexStream<ReplicateRequest, ReplicateResponse>), opts.maxRecvBytes);
 
   const http = createHttpServer((req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? '/').split('?')[0];

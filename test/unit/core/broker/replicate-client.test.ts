@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { status as GrpcStatus, type ServerDuplexStream } from '@grpc/grpc-js';
+import { credentials, status as GrpcStatus, type ServerDuplexStream, type ServiceError } from '@grpc/grpc-js';
 
 import { startServer, type ServiceServer } from '../../../../src/core/broker/server.js';
 import { Metrics } from '../../../../src/core/broker/metrics.js';
 import { ReplicateCallError, ReplicateSessions, contentFrame, frameMessage, type ReplicateCall } from '../../../../src/core/broker/replicate-client.js';
 import { encodeReplicateContent, encodeReplicateRequest } from '../../../../src/core/broker/codec.js';
-import { ReplicateRequest, ReplicateResponse, Status, type JournalServer } from '../../../../src/lib/protocol/gen/broker/protocol.js';
+import { encodeGrpcMessage } from '../../../../src/core/broker/replicate-server.js';
+import { JournalClient, ListRequest, ReplicateRequest, ReplicateResponse, Status, type JournalServer } from '../../../../src/lib/protocol/gen/broker/protocol.js';
 
 type Call = ServerDuplexStream<ReplicateRequest, ReplicateResponse>;
 
@@ -15,9 +16,9 @@ interface Seen {
   requests: ReplicateRequest[];
 }
 
-describe('Replicate over HTTP/2 without grpc-js (replicate-client.ts)', () => {
+describe('Replicate over HTTP/2 without grpc-js (replicate-client.ts, replicate-server.ts)', () => {
   let server: ServiceServer;
-  let behave: (call: Call, seen: Seen) => void;
+  let behave: (call: Call, seen: Seen) => void | Promise<void>;
   const seen: Seen[] = [];
   const sessions = new ReplicateSessions();
 
@@ -26,7 +27,7 @@ describe('Replicate over HTTP/2 without grpc-js (replicate-client.ts)', () => {
       replicate(call: Call) {
         const s: Seen = { requests: [] };
         seen.push(s);
-        behave(call, s);
+        void behave(call, s);
       },
     } as unknown as JournalServer;
     server = await startServer({ host: '127.0.0.1', port: 0, journal, metrics: new Metrics(), ready: () => true, maxRecvBytes: 1 << 22 });
@@ -50,12 +51,12 @@ describe('Replicate over HTTP/2 without grpc-js (replicate-client.ts)', () => {
   }
 
   it('sends content messages as {content, content_delta}, whole, and reads every answer', async () => {
-    behave = (call, s) => {
-      call.on('data', (r: ReplicateRequest) => {
+    behave = async (call, s) => {
+      for await (const r of call as AsyncIterable<ReplicateRequest>) {
         s.requests.push(r);
         if (r.acknowledge) call.write(ReplicateResponse.fromPartial({ status: Status.OK }));
-      });
-      call.on('end', () => call.end());
+      }
+      call.end();
     };
     const { call, done } = open();
     const first = ReplicateRequest.fromPartial({ proposal: { journal: 'a/b', begin: 0n, end: 0n }, acknowledge: true });
@@ -100,11 +101,10 @@ describe('Replicate over HTTP/2 without grpc-js (replicate-client.ts)', () => {
   });
 
   it('reports a status the replica ended the call with, code and message', async () => {
-    behave = (call) => {
-      call.once('data', () => {
-        call.write(ReplicateResponse.fromPartial({ status: Status.OK }));
-        call.emit('error', Object.assign(new Error('replicate a/b: 50% done, then: nope'), { code: GrpcStatus.FAILED_PRECONDITION, details: 'replicate a/b: 50% done, then: nope' }));
-      });
+    behave = async (call) => {
+      await call[Symbol.asyncIterator]().next();
+      call.write(ReplicateResponse.fromPartial({ status: Status.OK }));
+      call.emit('error', Object.assign(new Error('replicate a/b: 50% done, then: nope'), { code: GrpcStatus.FAILED_PRECONDITION, details: 'replicate a/b: 50% done, then: nope' }));
     };
     const { call, done } = open();
     call.write(frameMessage(encodeReplicateRequest(ReplicateRequest.fromPartial({ proposal: { journal: 'a/b' }, acknowledge: true }))));
@@ -117,8 +117,9 @@ describe('Replicate over HTTP/2 without grpc-js (replicate-client.ts)', () => {
   });
 
   it('reports a call answered with a status alone (no message before it)', async () => {
-    behave = (call) => {
-      call.once('data', () => call.emit('error', Object.assign(new Error('bad'), { code: GrpcStatus.INVALID_ARGUMENT, details: 'bad first message' })));
+    behave = async (call) => {
+      await call[Symbol.asyncIterator]().next();
+      call.emit('error', Object.assign(new Error('bad'), { code: GrpcStatus.INVALID_ARGUMENT, details: 'bad first message' }));
     };
     const { call, done } = open();
     call.write(frameMessage(encodeReplicateRequest({ acknowledge: true })));
@@ -147,5 +148,54 @@ describe('Replicate over HTTP/2 without grpc-js (replicate-client.ts)', () => {
     const { err } = await done;
     assert.ok(err instanceof ReplicateCallError);
     assert.equal(err.code, GrpcStatus.UNAVAILABLE);
+  });
+
+  it('serves a stock gRPC client (grpc-js): messages, answers, and a status message with any characters', async () => {
+    const client = new JournalClient(`127.0.0.1:${server.port}`, credentials.createInsecure());
+    try {
+      const details = 'route changed: 100% ünïcode\nline';
+      behave = async (call, s) => {
+        for await (const r of call as AsyncIterable<ReplicateRequest>) {
+          s.requests.push(r);
+          if (r.acknowledge) call.write(ReplicateResponse.fromPartial({ status: Status.PROPOSAL_MISMATCH, fragment: { journal: 'a/b', end: 7n } }));
+        }
+        call.emit('error', { code: GrpcStatus.FAILED_PRECONDITION, details });
+      };
+      const got: ReplicateResponse[] = [];
+      const err = await new Promise<ServiceError>((resolve, reject) => {
+        const call = client.replicate();
+        call.on('data', (r: ReplicateResponse) => got.push(r));
+        call.on('error', resolve);
+        call.on('end', () => reject(new Error('ended without the status')));
+        call.write(ReplicateRequest.fromPartial({ content: Buffer.alloc(100_000, 'z'), content_delta: 3n }));
+        call.write(ReplicateRequest.fromPartial({ proposal: { journal: 'a/b' }, acknowledge: true }));
+        call.end();
+      });
+      assert.equal(err.code, GrpcStatus.FAILED_PRECONDITION);
+      assert.equal(err.details, details);
+      assert.equal(got.length, 1);
+      assert.equal(got[0]!.status, Status.PROPOSAL_MISMATCH);
+      assert.equal(got[0]!.fragment?.end, 7n);
+      const reqs = seen.at(-1)!.requests;
+      assert.equal(reqs.length, 2);
+      assert.equal(reqs[0]!.content.length, 100_000);
+      assert.equal(reqs[0]!.content_delta, 3n);
+      // Other methods still reach grpc-js (this server implements none of them).
+      const listErr = await new Promise<ServiceError | null>((resolve) => {
+        const l = client.list(ListRequest.fromPartial({}));
+        l.on('error', resolve);
+        l.on('end', () => resolve(null));
+        l.on('data', () => undefined);
+      });
+      assert.equal(listErr?.code, GrpcStatus.UNIMPLEMENTED);
+    } finally {
+      client.close();
+    }
+  });
+
+  it('percent-encodes a status message as gRPC does', () => {
+    assert.equal(encodeGrpcMessage('plain text: ok'), 'plain text: ok');
+    assert.equal(encodeGrpcMessage('50%'), '50%25');
+    assert.equal(encodeGrpcMessage('ü\n'), '%C3%BC%0A');
   });
 });

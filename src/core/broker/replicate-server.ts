@@ -1,0 +1,245 @@
+// The replica's side of Replicate streams, taken off grpc-js's server: the service port hands
+// an HTTP/2 stream for /protocol.Journal/Replicate to `RawReplicateCall`, everything else to
+// grpc-js as before.
+//
+// A replica receives every byte of the journals it holds; through grpc-js's server each message
+// went through a stream decoder, a promise to "decompress" it, an object-mode stream and its
+// async iterator. Here messages are cut out of the HTTP/2 DATA chunks as they come (a message
+// that lies within one chunk is a view of it, one spread over several is copied together once)
+// and decoded with the same decoder as before (codec.ts), and `serveReplicate` reads them
+// through an object with the few members of grpc-js's call that it uses.
+//
+// What the primary sees is plain gRPC: response headers, length-prefixed ReplicateResponses,
+// and the status in the trailers (alone in the headers when nothing was sent before it), the
+// message percent-encoded as gRPC has it. A request with a message encoding other than identity
+// is refused with UNIMPLEMENTED (we announce none, and no primary compresses Replicate).
+
+import type { Http2Server, IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
+import { status as GrpcStatus, type Server as GrpcServer } from '@grpc/grpc-js';
+import { ReplicateResponse, type ReplicateRequest } from '../../lib/protocol/gen/broker/protocol.js';
+import { decodeReplicateRequest } from './codec.js';
+import { frameMessage } from './replicate-client.js';
+
+export const REPLICATE_PATH = '/protocol.Journal/Replicate';
+
+/** Messages decoded and not yet taken before the stream is paused (HTTP/2 flow control then holds the sender). */
+const QUEUE_HIGH_WATER = 16;
+
+/** gRPC's percent-encoding of a status message: bytes outside printable ASCII, and '%'. */
+export function encodeGrpcMessage(s: string): string {
+  let out = '';
+  for (const b of Buffer.from(s, 'utf8')) out += b >= 0x20 && b <= 0x7e && b !== 0x25 ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`;
+  return out;
+}
+
+/** One Replicate call at this broker, shaped as the part of grpc-js's ServerDuplexStream that `serveReplicate` uses. */
+export class RawReplicateCall {
+  private readonly queue: ReplicateRequest[] = [];
+  private waiter: ((r: IteratorResult<ReplicateRequest>) => void) | undefined;
+  private inputDone = false;
+  private paused = false;
+  private readonly head = Buffer.alloc(5);
+  private headHave = 0;
+  private msg: Buffer | undefined;
+  private msgHave = 0;
+  private headersSent = false;
+  private finished = false;
+  private trailers: Record<string, string> | undefined;
+
+  constructor(
+    private readonly stream: ServerHttp2Stream,
+    private readonly maxMessageBytes: number,
+  ) {
+    stream.on('data', (chunk: Buffer) => this.onData(chunk));
+    stream.on('end', () => this.endInput());
+    stream.on('error', () => this.endInput());
+    stream.on('close', () => {
+      this.finished = true;
+      this.endInput();
+    });
+    stream.on('wantTrailers', () => {
+      if (!stream.destroyed) stream.sendTrailers(this.trailers ?? { 'grpc-status': String(GrpcStatus.OK) });
+    });
+  }
+
+  /** Refuses a request we cannot serve before reading it (a message encoding we do not speak). */
+  static refusal(headers: IncomingHttpHeaders): string | undefined {
+    const enc = headers['grpc-encoding'];
+    if (enc !== undefined && enc !== 'identity') return `message encoding ${String(enc)} is not supported`;
+    return undefined;
+  }
+
+  private onData(chunk: Buffer): void {
+    let pos = 0;
+    while (pos < chunk.length && !this.inputDone) {
+      if (this.msg === undefined) {
+        // The 5-byte prefix: compressed flag and length.
+        if (this.headHave === 0 && chunk.length - pos >= 5) {
+          chunk.copy(this.head, 0, pos, pos + 5);
+          this.headHave = 5;
+          pos += 5;
+        } else {
+          const n = Math.min(5 - this.headHave, chunk.length - pos);
+          chunk.copy(this.head, this.headHave, pos, pos + n);
+          this.headHave += n;
+          pos += n;
+          if (this.headHave < 5) return;
+        }
+        this.headHave = 0;
+        if (this.head[0] !== 0) return this.fail(GrpcStatus.INTERNAL, 'replicate: a compressed message without a message encoding');
+        const len = this.head.readUInt32BE(1);
+        if (len > this.maxMessageBytes) return this.fail(GrpcStatus.RESOURCE_EXHAUSTED, `Received message larger than max (${len} vs. ${this.maxMessageBytes})`);
+        if (chunk.length - pos >= len) {
+          // The whole message is in this chunk: decode a view of it.
+          this.deliver(chunk.subarray(pos, pos + len));
+          pos += len;
+          continue;
+        }
+        this.msg = Buffer.allocUnsafe(len);
+        this.msgHave = 0;
+      }
+      const n = Math.min(this.msg.length - this.msgHave, chunk.length - pos);
+      chunk.copy(this.msg, this.msgHave, pos, pos + n);
+      this.msgHave += n;
+      pos += n;
+      if (this.msgHave === this.msg.length) {
+        const m = this.msg;
+        this.msg = undefined;
+        this.deliver(m);
+      }
+    }
+  }
+
+  private deliver(bytes: Buffer): void {
+    let r: ReplicateRequest;
+    try {
+      r = decodeReplicateRequest(bytes);
+    } catch (e) {
+      return this.fail(GrpcStatus.INTERNAL, `Error deserializing request: ${(e as Error).message}`);
+    }
+    if (this.waiter) {
+      const w = this.waiter;
+      this.waiter = undefined;
+      w({ value: r, done: false });
+      return;
+    }
+    this.queue.push(r);
+    if (this.queue.length >= QUEUE_HIGH_WATER && !this.paused) {
+      this.paused = true;
+      this.stream.pause();
+    }
+  }
+
+  private endInput(): void {
+    if (this.inputDone) return;
+    this.inputDone = true;
+    if (this.waiter) {
+      const w = this.waiter;
+      this.waiter = undefined;
+      if (this.queue.length === 0) w({ value: undefined, done: true });
+    }
+  }
+
+  /** Stops reading and ends the call with `code` (as a handler's emitted error would). */
+  private fail(code: GrpcStatus, details: string): void {
+    this.queue.length = 0;
+    this.endInput();
+    this.finish(code, details);
+  }
+
+  private next(): Promise<IteratorResult<ReplicateRequest>> {
+    const r = this.queue.shift();
+    if (r) {
+      if (this.paused && this.queue.length < QUEUE_HIGH_WATER / 2 && !this.stream.destroyed) {
+        this.paused = false;
+        this.stream.resume();
+      }
+      return Promise.resolve({ value: r, done: false });
+    }
+    if (this.inputDone) return Promise.resolve({ value: undefined, done: true });
+    return new Promise((resolve) => (this.waiter = resolve));
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<ReplicateRequest> {
+    return {
+      next: () => this.next(),
+      return: () => {
+        this.endInput();
+        return Promise.resolve({ value: undefined, done: true });
+      },
+    };
+  }
+
+  private sendHeaders(): void {
+    if (this.headersSent) return;
+    this.headersSent = true;
+    this.stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+  }
+
+  /** Sends one response. */
+  write(r: Partial<ReplicateResponse>): boolean {
+    if (this.finished || this.stream.destroyed) return false;
+    this.sendHeaders();
+    return this.stream.write(frameMessage(ReplicateResponse.encode(ReplicateResponse.fromPartial(r)).finish()));
+  }
+
+  /** Ends the call with status OK. */
+  end(): void {
+    this.finish(GrpcStatus.OK, '');
+  }
+
+  /** `emit('error', e)` ends the call with e's gRPC code and details, as on grpc-js's call. */
+  emit(event: string, e?: { code?: number; details?: string; message?: string }): boolean {
+    if (event !== 'error') return false;
+    this.finish(typeof e?.code === 'number' ? e.code : GrpcStatus.UNKNOWN, e?.details ?? e?.message ?? '');
+    return true;
+  }
+
+  private finish(code: number, details: string): void {
+    if (this.finished) return;
+    this.finished = true;
+    if (this.stream.destroyed) return;
+    const trailers: Record<string, string> = { 'grpc-status': String(code) };
+    if (details !== '') trailers['grpc-message'] = encodeGrpcMessage(details);
+    if (!this.headersSent) {
+      // Nothing sent yet: the status alone, in the headers.
+      this.headersSent = true;
+      this.stream.respond({ ':status': 200, 'content-type': 'application/grpc', ...trailers }, { endStream: true });
+    } else {
+      this.trailers = trailers;
+      this.stream.end();
+    }
+  }
+}
+
+/**
+ * Routes the gRPC server's Replicate streams to `serve` (as RawReplicateCalls), every other
+ * stream to grpc-js. It reaches grpc-js's HTTP/2 servers (a private field, checked at run time)
+ * and puts itself in front of their 'stream' listeners; false when it cannot, and grpc-js then
+ * serves Replicate as any other method.
+ */
+export function routeReplicate(grpc: GrpcServer, serve: (call: RawReplicateCall) => void, maxMessageBytes: number): boolean {
+  const servers = (grpc as unknown as { http2Servers?: unknown }).http2Servers;
+  if (!(servers instanceof Map)) return false;
+  let hooked = false;
+  for (const server of servers.keys()) {
+    const s = server as Http2Server | undefined;
+    if (typeof s?.listeners !== 'function') continue;
+    const grpcListeners = s.listeners('stream') as ((...args: unknown[]) => void)[];
+    if (grpcListeners.length === 0) continue;
+    s.removeAllListeners('stream');
+    s.on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, ...rest: unknown[]) => {
+      const ct = headers['content-type'];
+      if (headers[':path'] === REPLICATE_PATH && headers[':method'] === 'POST' && typeof ct === 'string' && ct.startsWith('application/grpc')) {
+        const call = new RawReplicateCall(stream, maxMessageBytes);
+        const refused = RawReplicateCall.refusal(headers);
+        if (refused) return call.emit('error', { code: GrpcStatus.UNIMPLEMENTED, details: refused });
+        serve(call);
+        return;
+      }
+      for (const l of grpcListeners) l.call(s, stream, headers, ...rest);
+    });
+    hooked = true;
+  }
+  return hooked;
+}
