@@ -208,8 +208,8 @@ async function appendLocked(b: Broker, res: Local, replica: Replica, first: Appe
       replica.spool.apply(m.content);
       hash.update(m.content);
       n += m.content.length;
-      // Spool writes run on the threadpool; when they fall this far behind, read no more until
-      // they caught up, so their buffers do not pile up.
+      // Spool writes are deferred to the loop's check phase; when this much is queued, read no
+      // more until it is written, so their buffers do not pile up.
       const behind = replica.spool.writesBehind(SPOOL_WRITES_BEHIND_BYTES);
       if (behind) await behind;
     }
@@ -232,7 +232,7 @@ async function appendLocked(b: Broker, res: Local, replica: Replica, first: Appe
   }
 
   const newRegisters = n > 0 ? applyRegisters(registers, first.union_registers, first.subtract_registers) : registers;
-  // Our own copy of the content is written on the threadpool while the messages come in; it
+  // Our own copy of the content is written in batches while the messages come in; it
   // must be in the spool file before the commit goes out (a failed write fails the append,
   // rolled back everywhere, as a failure while staging would).
   if (n > 0) {

@@ -19,8 +19,8 @@ import type { Logger } from './log.js';
 import type { Pipeline } from './pipeline.js';
 
 /**
- * Content bytes an Append or Replicate stream may have queued for spool writes (which run on the
- * threadpool) before it reads no more until they are done.
+ * Content bytes an Append or Replicate stream may have queued for spool writes (deferred to the
+ * loop's check phase) before it reads no more until they are done.
  */
 export const SPOOL_WRITES_BEHIND_BYTES = 4 << 20;
 
@@ -64,8 +64,8 @@ export class Replica {
     this.index = new FragmentIndex(spec.name, { openStore: deps.openStore });
     this.spool = new Spool(spec.name, {
       ...(deps.spoolDir ? { dir: deps.spoolDir } : {}),
-      // Content writes run on the threadpool; Append and Replicate await spool.settled() before
-      // they commit.
+      // Content writes are deferred and batched; Append and Replicate await spool.settled()
+      // before they commit.
       asyncWrites: true,
       observer: {
         onCommit: (lf) => this.index.spoolCommit(lf),

@@ -54,7 +54,7 @@ export async function serveReplicate(b: Broker, call: Call): Promise<void> {
       }
       let status = Status.OK;
       if (msg.proposal && replica.spool.staged > 0) {
-        // The staged content is written on the threadpool: it must be in the file before a
+        // The staged content is written in deferred batches: it must be in the file before a
         // proposal may commit it (and before we acknowledge anything of it).
         try {
           await replica.spool.settled();

@@ -16,14 +16,15 @@
 // descriptor is closed when the last LocalFragment referring to the file is garbage collected,
 // or explicitly by `SpoolFile.close()` (readers still holding it then fail with EBADF).
 //
-// A spool made with `asyncWrites` hands its content writes to libuv's threadpool instead of
-// writing on the calling thread: the broker's event loop then goes on decoding, hashing and
-// forwarding the next message while the kernel copies this one into the page cache. Those writes
-// run one batch at a time in the order they were issued (a rolled-back range written again must
-// end up with the later bytes): writes queued while a batch is on the threadpool, each continuing
-// the one before in the file, go out together as one writev. The caller must wait for
-// `settled()` before anything it wrote is committed, so committed content is always in the file
-// when a reader or the persister looks.
+// A spool made with `asyncWrites` defers its content writes: `apply` queues them, and the queue
+// is written at the event loop's next check phase (a setImmediate), after everything else the
+// loop had for that turn. The messages handled in one turn (libuv reads a busy socket many times
+// per turn) then cost one writev, in the order they were staged (a rolled-back range written
+// again must end up with the later bytes). The write itself is synchronous: handing each batch
+// to libuv's threadpool instead cost a thread wake-up there and another back, which on a loaded
+// machine were each a chance to lose the CPU and came to more than the write. The caller must
+// wait for `settled()` before anything it wrote is committed, so committed content is always in
+// the file when a reader or the persister looks.
 import { createHash, type Hash } from 'node:crypto';
 import * as fs from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -80,12 +81,12 @@ interface PendingWrite {
 }
 
 /**
- * Files with asynchronous writes in flight. Holding them here keeps them from being garbage
- * collected, and their descriptor closed, while the threadpool still writes through it.
+ * Files with deferred writes queued. Holding them here keeps them from being garbage collected,
+ * and their descriptor closed, before the queue is written.
  */
 const writing = new Set<SpoolFile>();
 
-/** Queued writes that continue each other in the file go to the threadpool in one writev of at most this many buffers. */
+/** Queued writes that continue each other in the file are written by one writev of at most this many buffers. */
 const WRITEV_MAX_BUFFERS = 64;
 
 function closeHandle(h: FileHandleState): void {
@@ -149,9 +150,9 @@ export class SpoolFile {
   }
 
   /**
-   * Writes `data` at `position` on the threadpool, after every asynchronous write issued before
-   * it. `data` must not change until `settled()` resolves. A failure is reported by the next
-   * `settled()`.
+   * Queues `data` for writing at `position`, after every deferred write queued before it; the
+   * queue is written at the event loop's next check phase (see the top of this file). `data`
+   * must not change until `settled()` resolves. A failure is reported by the next `settled()`.
    */
   writeAtAsync(data: Uint8Array, position: number): void {
     this.checkOpen();
@@ -165,40 +166,47 @@ export class SpoolFile {
     this.h.queue.push({ data, done: 0, position });
     this.h.queuedBytes += data.length;
     if (this.h.queue.length === 1) {
-      // The first write after the file was idle waits for the loop's check phase, so content
-      // handled in the same turn of the event loop (several messages read off one socket at
-      // once) goes to the threadpool in one writev.
       writing.add(this);
-      setImmediate(() => this.writeNext());
+      setImmediate(() => this.flush());
     }
   }
 
   /**
-   * Writes the queue's head, with the writes right after it that continue it in the file (up to
-   * WRITEV_MAX_BUFFERS), in one call on the threadpool; the next batch follows once it is done.
-   * A rolled-back range written again is not contiguous with what came before, so it starts a
-   * batch of its own, after the earlier one: the later bytes win.
+   * Writes the whole queue, in order: each run of writes that continue each other in the file
+   * (up to WRITEV_MAX_BUFFERS) as one writev. A rolled-back range written again does not
+   * continue what came before it, so it goes in a call of its own, after the earlier one: the
+   * later bytes win. A failed call drops its run (reported by `settled()`) and the rest is still
+   * written; then waiters are woken.
    */
-  private writeNext(): void {
+  private flush(): void {
     const h = this.h;
-    const first = h.queue[0]!;
-    let count = 1;
-    let end = first.position + first.data.length;
-    while (count < h.queue.length && count < WRITEV_MAX_BUFFERS && h.queue[count]!.position === end) {
-      end += h.queue[count]!.data.length;
-      count++;
-    }
-    const at = first.position + first.done;
-    const onDone = (err: NodeJS.ErrnoException | null, n: number): void => {
-      if (err) {
-        h.failed ??= err;
-        this.finished(count);
-        return;
+    while (h.queue.length > 0) {
+      const first = h.queue[0]!;
+      let count = 1;
+      let end = first.position + first.data.length;
+      while (count < h.queue.length && count < WRITEV_MAX_BUFFERS && h.queue[count]!.position === end) {
+        end += h.queue[count]!.data.length;
+        count++;
+      }
+      const at = first.position + first.done;
+      let n: number;
+      try {
+        if (count === 1) n = fs.writeSync(h.fd, first.data, first.done, first.data.length - first.done, at);
+        else {
+          const bufs: Uint8Array[] = new Array(count);
+          bufs[0] = first.done === 0 ? first.data : first.data.subarray(first.done);
+          for (let i = 1; i < count; i++) bufs[i] = h.queue[i]!.data;
+          n = fs.writevSync(h.fd, bufs, at);
+        }
+      } catch (e) {
+        h.failed ??= e as Error;
+        this.dropWritten(count);
+        continue;
       }
       if (n === 0) {
         h.failed ??= new Error(`spool file write at ${at} wrote nothing`);
-        this.finished(count);
-        return;
+        this.dropWritten(count);
+        continue;
       }
       // Drop what was written whole; a short write leaves the rest of its last write at the
       // head of the queue (marked done that far), to go first.
@@ -214,22 +222,8 @@ export class SpoolFile {
         left -= rest;
         whole++;
       }
-      this.finished(whole);
-    };
-    if (count === 1) fs.write(h.fd, first.data, first.done, first.data.length - first.done, at, onDone);
-    else {
-      const bufs: Uint8Array[] = new Array(count);
-      bufs[0] = first.done === 0 ? first.data : first.data.subarray(first.done);
-      for (let i = 1; i < count; i++) bufs[i] = h.queue[i]!.data;
-      fs.writev(h.fd, bufs, at, onDone);
+      this.dropWritten(whole);
     }
-  }
-
-  /** The first `count` queued writes are done (or failed): go on with the rest, or wake waiters. */
-  private finished(count: number): void {
-    const h = this.h;
-    for (const w of h.queue.splice(0, count)) h.queuedBytes -= w.data.length;
-    if (h.queue.length > 0) return this.writeNext();
     writing.delete(this);
     const waiters = h.drained.splice(0);
     for (const wake of waiters) wake();
@@ -237,6 +231,10 @@ export class SpoolFile {
       h.closeWhenDrained = false;
       closeHandle(h);
     }
+  }
+
+  private dropWritten(count: number): void {
+    for (const w of this.h.queue.splice(0, count)) this.h.queuedBytes -= w.data.length;
   }
 
   /**
@@ -394,8 +392,8 @@ export interface SpoolOptions {
   /** Clock, for the first-append time (tests). */
   now?: () => Date;
   /**
-   * Content writes go to the threadpool (see the top of this file): the owner awaits `settled()`
-   * before it commits staged content.
+   * Content writes are deferred to the loop's check phase (see the top of this file): the owner
+   * awaits `settled()` before it commits staged content.
    */
   asyncWrites?: boolean;
 }
