@@ -17,6 +17,9 @@
 // Environment: BENCH_SIZE_MB (default 256), BENCH_JOURNALS (default 4), BENCH_APPEND_KB
 // (default 1024), BENCH_RUNS (default 1: runs per implementation; per phase the fastest run
 // counts, with that run's CPU seconds).
+// Profiling our brokers: GAZCTL_TEST_BROKER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" gives
+// each of them those Node options; they are then stopped by signal (not killed) at the end of a
+// run so Node writes the profiles (summarise them with dist/bench/cpuprofile.js).
 // Exit code: 0 when both implementations ran and verified, 1 otherwise.
 
 import { createHash } from 'node:crypto';
@@ -131,6 +134,37 @@ interface Figures {
   peakMiB: number;
 }
 
+/**
+ * Lets our brokers write their --cpu-prof profiles: SIGINT starts a broker's exit, a second one
+ * makes it exit at once (through process exit, which writes the profile), then waits up to 10 s
+ * for each to be gone. The cluster's stop() kills them, which would write nothing.
+ */
+async function stopForProfiles(c: Cluster): Promise<void> {
+  const pids = c.brokers.map((b) => b.pid).filter((p): p is number => p !== undefined);
+  const signal = (): void => {
+    for (const pid of pids) {
+      try {
+        process.kill(pid, 'SIGINT');
+      } catch {
+        /* already gone */
+      }
+    }
+  };
+  signal();
+  await new Promise((r) => setTimeout(r, 300));
+  signal();
+  const deadline = Date.now() + 10_000;
+  const alive = (pid: number): boolean => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  while (Date.now() < deadline && pids.some(alive)) await new Promise((r) => setTimeout(r, 100));
+}
+
 async function runOne(impl: BrokerImpl): Promise<Figures> {
   const cluster = await startCluster({ brokers: 3, impl });
   const clients = new Map<string, JournalClient>();
@@ -189,6 +223,7 @@ async function runOne(impl: BrokerImpl): Promise<Figures> {
     return { impl: impl.name, appendMBs: total / 1e6 / appendS, appendCpu, appendWait, readMBs: total / 1e6 / readS, readCpu, peakMiB: peakKiB / 1024 };
   } finally {
     for (const c of clients.values()) c.close();
+    if (impl === tsBroker && /--cpu-prof\b/.test(process.env.GAZCTL_TEST_BROKER_NODE_ARGS ?? '')) await stopForProfiles(cluster);
     await cluster.stop();
   }
 }
