@@ -17,9 +17,14 @@ export class Output {
     });
   }
 
-  async write(chunk: Uint8Array): Promise<void> {
+  /**
+   * Writes `chunk`, waiting while the stream's buffer is full. `done`, when given, is called once
+   * the stream is finished with `chunk` (written out, or failed), and not before: a chunk's memory
+   * may be reused from then on (see ReadChunk.release).
+   */
+  async write(chunk: Uint8Array, done?: () => void): Promise<void> {
     if (this.failure) throw new GazctlError(`cannot write output: ${this.failure.message}`);
-    if (!this.stream.write(chunk)) await once(this.stream, 'drain');
+    if (!(done ? this.stream.write(chunk, () => done()) : this.stream.write(chunk))) await once(this.stream, 'drain');
   }
 
   async close(): Promise<void> {

@@ -81,8 +81,10 @@ Offsets: --offsets loads a JSON object {"journal": offset} of where to start; --
           try {
             for await (const chunk of reader) {
               if (chunk.content.length === 0) continue;
-              await out.write(chunk.content);
-              counted(chunk.content.length);
+              const n = chunk.content.length;
+              // The chunk's buffer goes back to the read once it is written out.
+              await out.write(chunk.content, chunk.release);
+              counted(n);
             }
           } catch (err) {
             throw err instanceof GazctlError ? err : new GazctlError(`error reading ${journal}: ${(err as Error).message}`, { cause: err });
@@ -212,8 +214,10 @@ Offsets: --offsets loads a JSON object {"journal": offset} of where to start; --
             }
             if (chunk.content.length > 0) {
               waiting.delete(journal);
-              await out.write(chunk.content);
-              bytesRead += chunk.content.length;
+              const n = chunk.content.length;
+              // The chunk's buffer goes back to the read once it is written out.
+              await out.write(chunk.content, chunk.release);
+              bytesRead += n;
             }
             offsets.set(journal, reader.offset);
             if (release && reader.offset >= fragmentEnd) {

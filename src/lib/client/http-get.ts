@@ -16,9 +16,10 @@
 import { connect, type Socket } from 'node:net';
 // (A cycle with fragment-fetch.ts, harmless: the class is used only when a request runs.)
 import { DirectReadError } from './fragment-fetch.js';
+import { pieces, PIECE_SIZE } from './piece-pool.js';
 
-/** Bytes of body in each piece handed out (the last may be shorter). */
-export const PIECE = 1 << 20;
+/** Bytes of body in each piece handed out (the last may be shorter): one pooled buffer. */
+export const PIECE = PIECE_SIZE;
 /** Largest response head accepted. */
 const MAX_HEAD = 64 * 1024;
 const CRLFCRLF = Buffer.from('\r\n\r\n', 'latin1');
@@ -90,7 +91,7 @@ export class RawGet {
     this.opts = opts;
     this.where = `${url.origin}${url.pathname}`;
     // The head (and the first body bytes that come with it, copied to the first piece).
-    this.buf = Buffer.allocUnsafeSlow(MAX_HEAD);
+    this.buf = pieces.get(MAX_HEAD);
   }
 
   static open(url: URL, opts: RawGetOptions): Promise<RawGet | undefined> {
@@ -128,7 +129,7 @@ export class RawGet {
   }
 
   private nextBuffer(): void {
-    this.buf = Buffer.allocUnsafeSlow(Math.min(PIECE, Math.max(1, this.left)));
+    this.buf = pieces.get(Math.min(PIECE, Math.max(1, this.left)));
     this.fill = 0;
   }
 
@@ -185,8 +186,10 @@ export class RawGet {
     this.length = length;
     this.left = length - body.length;
     this.wholeBody = length <= (this.opts.wholeMax ?? 0);
-    const first = Buffer.allocUnsafeSlow(this.wholeBody ? Math.max(1, length) : Math.min(PIECE, Math.max(1, length)));
+    const n = this.wholeBody ? Math.max(1, length) : Math.min(PIECE, Math.max(1, length));
+    const first = n <= PIECE ? pieces.get(n) : Buffer.allocUnsafeSlow(n);
     body.copy(first, 0);
+    pieces.release(this.buf); // the head's buffer: no read lands in it any more, nobody else saw it
     this.buf = first;
     this.fill = body.length;
     const wait = this.onRead(0) !== false; // hands out a piece that is already complete

@@ -22,6 +22,7 @@ import { availableParallelism } from 'node:os';
 import type { Readable } from 'node:stream';
 import type { Fragment } from '../protocol/gen/broker/protocol.js';
 import { DirectReadError, openFragmentSource } from './fragment-fetch.js';
+import { pieces, releaser } from './piece-pool.js';
 
 /** One fragment of a run, and how to get its stored bytes. */
 export interface RunItem {
@@ -53,6 +54,11 @@ export interface RunEvent {
   fragment: Fragment;
   offset: bigint;
   content: Uint8Array;
+  /**
+   * Gives `content`'s buffer back for later reads (see piece-pool.ts): call it once, when nothing
+   * uses `content` any more, or never. Does nothing for content not in a pooled buffer.
+   */
+  release: () => void;
 }
 
 /** A run stopped at `offset`, inside (or at the begin of) fragment `index`. */
@@ -77,6 +83,7 @@ export const DEFAULT_RUN_CONCURRENCY = Math.max(2, Math.min(8, availableParallel
 export const DEFAULT_RUN_BUDGET = 64 * 1024 * 1024;
 
 const EMPTY = new Uint8Array(0);
+const NOTHING = () => {};
 
 /**
  * Queued pieces smaller than MERGE_BELOW are handed out together with the ones queued behind
@@ -94,7 +101,10 @@ function take(t: Task): Buffer | undefined {
   let k = 0;
   while (k < q.length && n + q[k]!.length <= MERGE_MAX) n += q[k++]!.length;
   if (k <= 1) return q.shift();
-  return Buffer.concat(q.splice(0, k), n);
+  const merged = q.splice(0, k);
+  const out = Buffer.concat(merged, n);
+  for (const b of merged) pieces.release(b); // copied out, seen by nobody
+  return out;
 }
 
 interface Task {
@@ -165,6 +175,7 @@ export async function* readFragmentRun(items: RunItem[], opts: FragmentRunOption
         if (next > f.end) throw new DirectReadError(`fragment ${what} holds more than its ${f.end - f.begin} bytes`);
         if (next <= want0) {
           pos = next;
+          pieces.release(b); // skipped, seen by nobody
           continue;
         }
         if (pos < want0) {
@@ -172,7 +183,8 @@ export async function* readFragmentRun(items: RunItem[], opts: FragmentRunOption
           pos = want0;
         }
         if (pos + BigInt(b.length) > end) b = b.subarray(0, Number(end - pos));
-        if (b.length > 0) {
+        if (b.length === 0) pieces.release(b);
+        else {
           t.queue.push(b);
           t.queued += b.length;
           buffered += b.length;
@@ -223,7 +235,7 @@ export async function* readFragmentRun(items: RunItem[], opts: FragmentRunOption
       wakeRoom(); // the new head may go on regardless of the others' bytes
       const f = items[i]!.fragment;
       const t = tasks[i]!;
-      yield { index: i, fragment: f, offset, content: EMPTY };
+      yield { index: i, fragment: f, offset, content: EMPTY, release: NOTHING };
       for (;;) {
         if (opts.signal?.aborted) return;
         const b = take(t);
@@ -232,7 +244,7 @@ export async function* readFragmentRun(items: RunItem[], opts: FragmentRunOption
           buffered -= b.length;
           note();
           wakeRoom();
-          const ev: RunEvent = { index: i, fragment: f, offset, content: b };
+          const ev: RunEvent = { index: i, fragment: f, offset, content: b, release: pieces.owns(b) ? releaser(b) : NOTHING };
           offset += BigInt(b.length);
           yield ev;
           continue;

@@ -9,6 +9,7 @@ import type { FragmentStore } from '../stores/store.js';
 import { BrokerStatusError, GazctlError, TransportError } from '../protocol/errors.js';
 import { DirectReadError, DirectReadUnsupportedError, openFragmentSource } from './fragment-fetch.js';
 import { DEFAULT_RUN_BUDGET, DEFAULT_RUN_CONCURRENCY, FragmentRunError, readFragmentRun, type RunItem } from './parallel-fetch.js';
+import { pieces, releaser } from './piece-pool.js';
 import { backoff, grpcCode, isTransientBrokerStatus, isTransientStreamCode, sleep } from './retry.js';
 import { describeGrpcError } from './rpc.js';
 
@@ -21,6 +22,13 @@ export interface ReadChunk {
   fragment?: Fragment;
   /** The journal's write head as of this fragment (metadata steps only). */
   writeHead?: bigint;
+  /**
+   * Present on content read directly from a store into a pooled buffer: gives that buffer back
+   * for later reads of this process. Call it once, when nothing uses `content` any more (e.g.
+   * once its write has completed), or never: an unreleased chunk stays valid for as long as it is
+   * held. After the call, `content` may be overwritten at any time.
+   */
+  release?: () => void;
 }
 
 /** What a Reader needs from its client. */
@@ -335,6 +343,7 @@ export class Reader implements AsyncIterable<ReadChunk> {
         continue;
       }
       const chunk: ReadChunk = { offset: this.offset, content: ev.content };
+      if (pieces.owns(ev.content)) chunk.release = ev.release;
       this.offset += BigInt(ev.content.length);
       yield chunk;
     }
@@ -422,6 +431,7 @@ export class Reader implements AsyncIterable<ReadChunk> {
           if (b.length <= toSkip) {
             toSkip -= b.length;
             pos += BigInt(b.length);
+            pieces.release(b); // skipped, seen by nobody
             continue;
           }
           b = b.subarray(toSkip);
@@ -433,6 +443,7 @@ export class Reader implements AsyncIterable<ReadChunk> {
         if (next > stopAt) b = b.subarray(0, Number(stopAt - pos));
         if (b.length > 0) {
           const chunk: ReadChunk = { offset: this.offset, content: b };
+          if (pieces.owns(b)) chunk.release = releaser(b);
           pos += BigInt(b.length);
           this.offset = pos;
           yield chunk;

@@ -1,0 +1,83 @@
+// Reusable 1 MiB buffers for the pieces that direct reads hand out.
+//
+// A fresh buffer is fresh memory: the kernel maps and zeroes each of its pages when it is first
+// written (one page fault per 4 KiB), and V8 counts it as external memory, whose growth starts a
+// full garbage collection every few tens of MiB. A read of a GiB into fresh 1 MiB pieces pays
+// for both about a thousand times over. Pieces that go back to this pool once their consumer is
+// done with them are filled again by later reads, in memory that is already mapped.
+//
+// The contract, for every piece a direct read hands out:
+//   * a piece (an event's or a chunk's `content`) stays valid and unchanged until its `release`
+//     is called; a consumer that never calls it keeps every piece for as long as it holds it, as
+//     with any buffer, and the garbage collector reclaims it;
+//   * `release` is called at most once per piece, when nothing uses its content any more (for
+//     output: once the write of it has completed, not merely been queued); the buffer under it
+//     may then be overwritten by a later read at any time.
+// Only buffers made by this pool are taken back; releasing anything else (a broker's message, a
+// decompressor's output) does nothing. A buffer already free is not taken twice.
+
+/** Size of every pooled buffer. */
+export const PIECE_SIZE = 1 << 20;
+/** Pieces smaller than this are allocated on their own: a pooled MiB would be mostly idle. */
+const POOL_FROM = 64 * 1024;
+/** Free buffers kept at most; more are left to the garbage collector. */
+const KEEP = 16;
+
+export class PiecePool {
+  private readonly free: ArrayBuffer[] = [];
+  /** Buffers this pool made (and may take back). */
+  private readonly made = new WeakSet<ArrayBufferLike>();
+  /** Made buffers currently in `free`. */
+  private readonly isFree = new WeakSet<ArrayBufferLike>();
+
+  /**
+   * A buffer of `n` bytes (at most PIECE_SIZE): a view of a pooled buffer, a free one when there
+   * is one, for any `n` of POOL_FROM bytes or more; a buffer of its own below.
+   */
+  get(n: number = PIECE_SIZE): Buffer {
+    if (n > PIECE_SIZE) throw new RangeError(`a pooled piece holds at most ${PIECE_SIZE} bytes, not ${n}`);
+    if (n < POOL_FROM) return Buffer.allocUnsafeSlow(n);
+    let ab = this.free.pop();
+    if (ab) {
+      this.isFree.delete(ab);
+    } else {
+      ab = Buffer.allocUnsafeSlow(PIECE_SIZE).buffer as ArrayBuffer;
+      this.made.add(ab);
+    }
+    return Buffer.from(ab, 0, n);
+  }
+
+  /**
+   * Takes back the pooled buffer under `piece` (a view of it), if it is one of ours and not free
+   * already. The caller must hold no other view of it that is still in use.
+   */
+  release(piece: Uint8Array): void {
+    const ab = piece.buffer;
+    if (!this.made.has(ab) || this.isFree.has(ab) || this.free.length >= KEEP) return;
+    this.isFree.add(ab);
+    this.free.push(ab as ArrayBuffer);
+  }
+
+  /** Whether `piece` lies in a buffer of this pool. */
+  owns(piece: Uint8Array): boolean {
+    return this.made.has(piece.buffer);
+  }
+
+  /** Free buffers held (tests). */
+  get freeCount(): number {
+    return this.free.length;
+  }
+}
+
+/** The pool of this process's direct reads. */
+export const pieces = new PiecePool();
+
+/** A release function for `piece` that gives it back to `pieces` the first time it is called. */
+export function releaser(piece: Uint8Array): () => void {
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    pieces.release(piece);
+  };
+}
