@@ -21,7 +21,7 @@ export const PIECE_SIZE = 1 << 20;
 /** Pieces smaller than this are allocated on their own: a pooled MiB would be mostly idle. */
 const POOL_FROM = 64 * 1024;
 /** Free buffers kept at most; more are left to the garbage collector. */
-const KEEP = 16;
+const KEEP = 8;
 
 export class PiecePool {
   private readonly free: ArrayBuffer[] = [];
