@@ -164,6 +164,11 @@ export const WHOLE_MAX = 16 << 20;
 export interface FragmentSource {
   /** Content bytes skipped at the front without being read (see OpenFragmentOptions.skip). */
   readonly skipped: bigint;
+  /**
+   * Bytes worth reading ahead of the consumer, where reading on later costs nothing (a local
+   * file is read as fast when asked as it is ahead of time); absent: as far as the caller allows.
+   */
+  readonly readAhead?: number;
   /** The next piece of content, or null at the end of the object. */
   next(): Promise<Buffer | null>;
   /** Releases the object; an unfinished next() settles first where it cannot be interrupted. */
@@ -203,6 +208,12 @@ class StreamSource implements FragmentSource {
 
 /** Positioned reads of an uncompressed file, `left` bytes expected (then one probe for more). */
 class FileSource implements FragmentSource {
+  /**
+   * A few pieces: more would only hold pooled buffers (measured: reading whole 8 MiB fragments
+   * ahead kept twice the pieces in flight that the pool keeps free, so that some were made anew
+   * for every fragment).
+   */
+  readonly readAhead = 4 * READ_CHUNK;
   private closed = false;
   private probed = false;
   constructor(

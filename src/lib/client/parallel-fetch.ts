@@ -149,7 +149,9 @@ export async function* readFragmentRun(items: RunItem[], opts: FragmentRunOption
     const end = f.end < stopAt ? f.end : stopAt;
     const what = url ?? `${f.journal} [${f.begin}, ${f.end})`;
     // Fragments ahead of the head wait for room before they read at all: a piece may be large.
-    const full = () => !t.ac.signal.aborted && (t.queued >= budget || (head !== i && buffered >= budget));
+    // Once open, one whose source gains nothing by reading far ahead (a local file) stops sooner.
+    let ahead = Infinity;
+    const full = () => !t.ac.signal.aborted && (t.queued >= budget || (head !== i && (buffered >= budget || t.queued >= ahead)));
     const room = async () => {
       while (full()) await new Promise<void>((r) => roomWaiters.push(r));
     };
@@ -162,6 +164,7 @@ export async function* readFragmentRun(items: RunItem[], opts: FragmentRunOption
       length: f.end - f.begin,
       wholeMax: budget,
     });
+    ahead = src.readAhead ?? Infinity;
     let pos = f.begin + src.skipped;
     try {
       for (;;) {

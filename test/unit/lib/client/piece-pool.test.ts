@@ -248,3 +248,41 @@ test('Output.write calls done only once the stream is finished with the chunk', 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('a local NONE fragment ahead of the head reads only a few pieces ahead, the head reads on', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'gazctl-ahead-'));
+  try {
+    mkdirSync(join(root, 'a', 'j'), { recursive: true });
+    const len = 8 * PIECE_SIZE;
+    const data = bytes(2 * len, 23);
+    const items: RunItem[] = [0, 1].map((i) => {
+      writeFileSync(join(root, 'a', 'j', `f${i}.raw`), data.subarray(i * len, (i + 1) * len));
+      return { fragment: fragment('a/j', BigInt(i * len), BigInt((i + 1) * len), CompressionCodec.NONE, 'file:///'), url: `file:///a/j/f${i}.raw` };
+    });
+    // The consumer holds on to the first piece until the fetches have read what they may: the
+    // head the rest of its fragment (7 pieces), the one ahead 4 pieces (without the limit: 8).
+    let max = 0;
+    let reached!: () => void;
+    const settled = new Promise<void>((r) => (reached = r));
+    const onBuffered = (b: number) => {
+      max = Math.max(max, b);
+      if (b >= 11 * PIECE_SIZE) reached();
+    };
+    const got: Buffer[] = [];
+    let first = true;
+    for await (const ev of readFragmentRun(items, { fileRoot: root, concurrency: 2, onBuffered })) {
+      if (first && ev.content.length > 0) {
+        first = false;
+        await settled;
+        // Give the fragment ahead the time to read on, were it allowed to.
+        await new Promise((r) => setTimeout(r, 100));
+        assert.ok(max <= 12 * PIECE_SIZE, `held at most 12 pieces, saw ${max / PIECE_SIZE}`);
+      }
+      got.push(Buffer.from(ev.content));
+      ev.release();
+    }
+    assert.ok(Buffer.concat(got).equals(data));
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
