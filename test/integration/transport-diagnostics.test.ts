@@ -11,9 +11,10 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { Server, ServerCredentials, type ServerWritableStream } from '@grpc/grpc-js';
+import { Server, ServerCredentials, type sendUnaryData, type ServerUnaryCall, type ServerWritableStream } from '@grpc/grpc-js';
 
-import { JournalService, ListResponse, Status, type ListRequest } from '../../src/lib/protocol/gen/broker/protocol.js';
+import { JournalService, ListResponse, Status, type ApplyRequest, type ApplyResponse, type ListRequest } from '../../src/lib/protocol/gen/broker/protocol.js';
+import { JournalClient } from '../../src/lib/client/index.js';
 import { stubHeader } from '../../src/testing/stubs.js';
 import { startCluster, waitForJournalsAssigned, type Cluster } from '../../src/testing/index.js';
 import { describeResult, runGazctl } from '../helpers/cli.js';
@@ -25,6 +26,7 @@ describe('TLS: a self-signed server', () => {
   let dir = '';
   let server: Server | undefined;
   let port = 0;
+  let applied = 0;
 
   before(async () => {
     let version = '';
@@ -51,7 +53,12 @@ describe('TLS: a self-signed server', () => {
         }));
         call.end();
       },
+      apply: (call: ServerUnaryCall<ApplyRequest, ApplyResponse>, cb: sendUnaryData<ApplyResponse>) => {
+        applied += call.request.changes.length;
+        cb(null, { status: Status.OK, header: stubHeader({ revision: 100n + BigInt(applied) }) });
+      },
     } as never);
+    writeFileSync(join(dir, 'spec.yaml'), 'name: tls/journal\nreplication: 1\nfragment:\n  length: 1048576\n  compression_codec: NONE\n  refresh_interval: 1m\n');
     const creds = ServerCredentials.createSsl(null, [{ private_key: readFileSync(join(dir, 'key.pem')), cert_chain: readFileSync(join(dir, 'cert.pem')) }]);
     port = await new Promise<number>((resolve, reject) => server!.bindAsync('127.0.0.1:0', creds, (e, p) => (e ? reject(e) : resolve(p))));
   });
@@ -71,6 +78,59 @@ describe('TLS: a self-signed server', () => {
       assert.equal(r.stderr, '', what);
     });
   }
+
+  for (const host of ['127.0.0.1', 'localhost']) {
+    it(`journals apply over https://${host} with the CA trusted, and prints no warning`, async () => {
+      const args = ['journals', 'apply', '--specs', join(dir, 'spec.yaml'), '--broker.address', `https://${host}:${port}`, '--broker.trusted-ca-file', join(dir, 'cert.pem')];
+      const r = await runGazctl(args, { timeoutMs: 30_000 });
+      const what = describeResult(args, r);
+      assert.equal(r.code, 0, what);
+      assert.match(r.stderr, /^applied 1 journal change in 1 transaction \(etcd revision \d+\)\n$/, what);
+    });
+  }
+
+  it('the library sends Apply batches on its lean HTTP/2 session over TLS', async () => {
+    const client = new JournalClient({ address: `https://localhost:${port}`, trustedCAFile: join(dir, 'cert.pem') });
+    try {
+      client.pool.connect();
+      for (let i = 0; i < 1000 && !client.pool.lean(); i++) await new Promise((r) => setTimeout(r, 5));
+      const session = client.pool.lean();
+      assert.ok(session, 'the TLS session connects');
+      let lean = 0;
+      client.pool.lean = () => {
+        lean++;
+        return session;
+      };
+      const before = applied;
+      const res = await client.apply([{ expect_mod_revision: -1n, upsert: undefined, delete: 'tls/a' }, { expect_mod_revision: -1n, upsert: undefined, delete: 'tls/b' }], { maxTxnSize: 1 });
+      assert.equal(res.batches, 2);
+      assert.equal(lean, 2);
+      assert.equal(applied - before, 2);
+    } finally {
+      client.close();
+    }
+  });
+
+  it('journals apply: an untrusted certificate is named at once, as for a listing', async () => {
+    const args = ['journals', 'apply', '--specs', join(dir, 'spec.yaml'), '--broker.address', `https://127.0.0.1:${port}`, '--timeout', '0'];
+    const r = await runGazctl(args, { timeoutMs: 30_000 });
+    const what = describeResult(args, r);
+    assert.equal(r.timedOut, false, `still retrying when killed\n${what}`);
+    assert.equal(r.code, 1, what);
+    assert.match(r.stderr, ONE_LINE, what);
+    assert.match(r.stderr, /certificate .*not trusted \(self-signed certificate\)/, what);
+    assert.match(r.stderr, /--broker\.trusted-ca-file/, what);
+  });
+
+  it('journals apply: plain http:// to the TLS port says the server expects TLS', async () => {
+    const args = ['journals', 'apply', '--specs', join(dir, 'spec.yaml'), '--broker.address', `http://127.0.0.1:${port}`, '--timeout', '0'];
+    const r = await runGazctl(args, { timeoutMs: 30_000 });
+    const what = describeResult(args, r);
+    assert.equal(r.timedOut, false, `still retrying when killed\n${what}`);
+    assert.equal(r.code, 1, what);
+    assert.match(r.stderr, ONE_LINE, what);
+    assert.match(r.stderr, /speaks TLS/, what);
+  });
 
   it('an untrusted certificate is named at once, with the flag that fixes it', async () => {
     const args = ['journals', 'list', '--broker.address', `https://127.0.0.1:${port}`, '--timeout', '0'];

@@ -1,6 +1,7 @@
 // Connections: one gRPC channel per endpoint (http://, https://, unix://), shared by every stub
 // dialed to it, plus the per-call metadata carrying authorization.
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { isIP } from 'node:net';
 import { connect as tlsConnect, createSecureContext, type SecureContext } from 'node:tls';
 import { CallCredentials, Channel, ChannelCredentials, connectivityState, credentials, Metadata, type ChannelOptions } from '@grpc/grpc-js';
@@ -9,6 +10,7 @@ import { ShardClient as GenShardClient } from '../protocol/gen/consumer/protocol
 import { TransportError, ValidationError } from '../protocol/errors.js';
 import { parseEndpoint } from '../protocol/route.js';
 import { makeAuthorizer, type Authorizer, type Claims } from './auth.js';
+import { LeanSession } from './h2-unary.js';
 import type { EndpointState } from './route-cache.js';
 
 /** How to reach and authenticate to one service (brokers, or consumers). */
@@ -58,9 +60,28 @@ export function dialTarget(endpoint: string): { target: string; secure: boolean 
 }
 
 interface Conn {
-  channel: Channel;
+  /** The grpc-js channel, made when a call first needs it. */
+  channel?: Channel;
   journal?: GenJournalClient;
   shard?: GenShardClient;
+  /** The lean unary session (h2-unary.ts); null when it cannot be used for this endpoint. */
+  lean?: LeanSession | null;
+}
+
+/** Whether unary calls may take the lean HTTP/2 path (GAZCTL_LEAN_UNARY=0 turns it off). */
+const LEAN_ENABLED = process.env.GAZCTL_LEAN_UNARY !== '0';
+
+let userAgent: string | undefined;
+/** The user agent grpc-js sends (`grpc-node-js/<version>`), for the lean path to send the same. */
+function grpcUserAgent(): string {
+  if (userAgent === undefined) {
+    try {
+      userAgent = `grpc-node-js/${(createRequire(import.meta.url)('@grpc/grpc-js/package.json') as { version: string }).version}`;
+    } catch {
+      userAgent = 'grpc-node-js';
+    }
+  }
+  return userAgent;
 }
 
 /**
@@ -81,6 +102,11 @@ export class ConnectionPool {
 
   private credentialsFor(secure: boolean, target: string): ChannelCredentials {
     if (!secure) return credentials.createInsecure();
+    return new TlsCredentials(this.secureContext(), hostOf(target));
+  }
+
+  /** The TLS context of this service's https:// endpoints (made once). */
+  private secureContext(): SecureContext {
     if (!this.tls) {
       const read = (f: string | undefined, what: string) => {
         if (!f) return undefined;
@@ -98,33 +124,86 @@ export class ConnectionPool {
       }
       this.tls = createSecureContext({ ca, cert, key });
     }
-    return new TlsCredentials(this.tls, hostOf(target));
+    return this.tls;
   }
 
-  private conn(endpoint: string | undefined): Conn {
+  private entry(endpoint: string | undefined): { ep: string; c: Conn } {
     if (this.closed) throw new TransportError('connection pool is closed');
     const ep = endpoint || this.config.address;
     let c = this.conns.get(ep);
     if (!c) {
-      const { target, secure } = dialTarget(ep);
-      c = { channel: new Channel(target, this.credentialsFor(secure, target), CHANNEL_OPTIONS) };
+      dialTarget(ep);
+      c = {};
       this.conns.set(ep, c);
     }
-    return c;
+    return { ep, c };
+  }
+
+  /** The endpoint's grpc-js channel (made on first use). */
+  private channel(endpoint: string | undefined): Channel {
+    const { ep, c } = this.entry(endpoint);
+    if (!c.channel) {
+      const { target, secure } = dialTarget(ep);
+      c.channel = new Channel(target, this.credentialsFor(secure, target), CHANNEL_OPTIONS);
+    }
+    return c.channel;
   }
 
   /** Generated Journal stub for `endpoint` (default: the service address). */
   journal(endpoint?: string): GenJournalClient {
-    const c = this.conn(endpoint);
-    c.journal ??= new GenJournalClient('unused', credentials.createInsecure(), { channelOverride: c.channel });
+    const channel = this.channel(endpoint);
+    const { c } = this.entry(endpoint);
+    c.journal ??= new GenJournalClient('unused', credentials.createInsecure(), { channelOverride: channel });
     return c.journal;
   }
 
   /** Generated Shard stub for `endpoint` (default: the service address). */
   shard(endpoint?: string): GenShardClient {
-    const c = this.conn(endpoint);
-    c.shard ??= new GenShardClient('unused', credentials.createInsecure(), { channelOverride: c.channel });
+    const channel = this.channel(endpoint);
+    const { c } = this.entry(endpoint);
+    c.shard ??= new GenShardClient('unused', credentials.createInsecure(), { channelOverride: channel });
     return c.shard;
+  }
+
+  /** The endpoint's lean session (made on first use), or null when it cannot have one. */
+  private leanSession(endpoint: string | undefined): LeanSession | null {
+    if (!LEAN_ENABLED) return null;
+    let c: Conn;
+    let ep: string;
+    try {
+      ({ ep, c } = this.entry(endpoint));
+    } catch {
+      return null;
+    }
+    if (c.lean === undefined) {
+      try {
+        const p = parseEndpoint(ep);
+        const [host, port] = p.unixPath !== undefined ? [undefined, undefined] : splitHostPort(p.target);
+        c.lean = new LeanSession({
+          hostPort: p.unixPath !== undefined ? undefined : p.target,
+          host,
+          port,
+          unixPath: p.unixPath,
+          tls: p.secure ? this.secureContext() : undefined,
+          maxReceive: MAX_RECEIVE_MESSAGE,
+          userAgent: grpcUserAgent(),
+        });
+      } catch {
+        // An unreadable certificate, say: grpc-js reports it at the call, as it always did.
+        c.lean = null;
+      }
+    }
+    return c.lean;
+  }
+
+  /**
+   * The lean unary session of `endpoint` (default: the service address) when it is connected,
+   * else undefined, and the call takes the grpc-js stub (a connection is then started for the
+   * calls after it). See h2-unary.ts.
+   */
+  lean(endpoint?: string): LeanSession | undefined {
+    const l = this.leanSession(endpoint);
+    return l && l.ready() ? l : undefined;
   }
 
   /**
@@ -135,17 +214,31 @@ export class ConnectionPool {
    */
   connect(endpoint?: string): void {
     try {
-      this.conn(endpoint).channel.getConnectivityState(true);
+      // The lean session when unary calls take it; calls it cannot take dial grpc-js then.
+      const lean = this.leanSession(endpoint);
+      if (lean) lean.start();
+      else this.channel(endpoint).getConnectivityState(true);
     } catch {
       // The first call reports it.
     }
   }
 
-  /** Connection state of an endpoint ('none' when never dialed). */
+  /**
+   * Connection state of an endpoint ('none' when never dialed): the better of its grpc-js
+   * channel's and its lean session's.
+   */
   state(endpoint: string): EndpointState {
     const c = this.conns.get(endpoint);
-    if (!c) return 'none';
-    switch (c.channel.getConnectivityState(false)) {
+    const lean = c?.lean?.state() ?? 'none';
+    if (lean === 'ready') return 'ready';
+    if (!c?.channel) return lean === 'none' ? 'none' : lean;
+    const ch = this.channelState(c.channel);
+    if (ch === 'failed' && lean === 'connecting') return 'connecting';
+    return ch;
+  }
+
+  private channelState(channel: Channel): EndpointState {
+    switch (channel.getConnectivityState(false)) {
       case connectivityState.READY:
         return 'ready';
       case connectivityState.CONNECTING:
@@ -168,9 +261,18 @@ export class ConnectionPool {
   /** Closes every channel. */
   close(): void {
     this.closed = true;
-    for (const c of this.conns.values()) c.channel.close();
+    for (const c of this.conns.values()) {
+      c.channel?.close();
+      c.lean?.close();
+    }
     this.conns.clear();
   }
+}
+
+/** Host (brackets of an IPv6 literal removed) and port of a `host:port` dial target. */
+function splitHostPort(target: string): [string, number] {
+  const i = target.lastIndexOf(':');
+  return [target.slice(0, i).replace(/^\[|\]$/g, ''), Number(target.slice(i + 1))];
 }
 
 /** The host of a `host:port` dial target (brackets of an IPv6 literal removed). */

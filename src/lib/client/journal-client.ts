@@ -65,6 +65,9 @@ export interface ListFragmentsOptions extends CallOptions {
   pageLimit?: number;
 }
 
+/** The deserializer of Apply responses (the generated one). */
+const decodeApplyResponse = (b: Buffer): ApplyResponse => JournalService.apply.responseDeserialize(b);
+
 /** The serializer of a request that is already encoded. */
 const passBytes = (b: Buffer): Buffer => b;
 
@@ -222,12 +225,15 @@ export class JournalClient extends ServiceClient implements ReadTransport, Appen
       (batch, encoded) =>
         this.withRetry('applying journal specs', opts, (deadline) =>
           unaryCall<ApplyResponse>(
-            (md, o, cb) =>
-              // A batch the fast encoder took goes out as its bytes; any other goes through the
-              // generated serializer, which encodes it or fails the call as it always did.
-              encoded
-                ? this.pool.journal().makeUnaryRequest(JournalService.apply.path, passBytes, JournalService.apply.responseDeserialize, encoded, md, o, (err, res) => cb(err, res!))
-                : this.pool.journal().apply({ changes: batch }, md, o, cb),
+            (md, o, cb) => {
+              // A batch the fast encoder took goes out as its bytes, on the lean session when it
+              // is connected; any other goes through the generated serializer, which encodes it
+              // or fails the call as it always did.
+              if (!encoded) return this.pool.journal().apply({ changes: batch }, md, o, cb);
+              const lean = this.pool.lean();
+              if (lean) return lean.unary(JournalService.apply.path, encoded, md.toHttp2Headers() as Record<string, string | string[]>, deadline, decodeApplyResponse, (err, res) => cb(err, res!));
+              return this.pool.journal().makeUnaryRequest(JournalService.apply.path, passBytes, decodeApplyResponse, encoded, md, o, (err, res) => cb(err, res!));
+            },
             this.pool.metadata(claimsFor.journalApply()),
             { signal: opts.signal, deadline },
           ),

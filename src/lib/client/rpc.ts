@@ -8,11 +8,12 @@ import { TransportError } from '../protocol/errors.js';
 import { abortError, grpcCode, isUnavailable, retry } from './retry.js';
 import { diagnosed } from './transport-diagnosis.js';
 
+/** Starts one unary call: a grpc-js call, or a lean one (h2-unary.ts); either can be cancelled. */
 export type UnaryStarter<Res> = (
   md: Metadata,
   opts: Partial<GrpcCallOptions>,
   cb: (err: ServiceError | null, res: Res) => void,
-) => ClientUnaryCall;
+) => Pick<ClientUnaryCall, 'cancel'>;
 
 /** Runs one unary call, cancelling it when `signal` aborts. */
 export function unaryCall<Res>(

@@ -1,0 +1,232 @@
+// The lean unary call (h2-unary.ts) against the grpc-js one: same responses, and the same codes,
+// details and trailing metadata for what a server answers on a connection that stands.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Metadata, Server, ServerCredentials, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
+import { JournalService, Status, type ApplyResponse } from '../../../../src/lib/protocol/gen/broker/protocol.js';
+import { encodeApplyRequest } from '../../../../src/lib/protocol/fast-encode.js';
+import { ConnectionPool } from '../../../../src/lib/client/dial.js';
+import { JournalClient } from '../../../../src/lib/client/index.js';
+import { startJournalStub, stubHeader, type StubServer } from '../../../../src/testing/stubs.js';
+import { claimsFor } from '../../../../src/lib/client/auth.js';
+
+const decode = (b: Buffer): ApplyResponse => JournalService.apply.responseDeserialize(b);
+const request = encodeApplyRequest({ changes: [{ expect_mod_revision: 0n, upsert: undefined, delete: 'a/journal' }] });
+
+/** Waits (a bounded number of event-loop turns) for the pool's lean session to connect. */
+async function connected(pool: ConnectionPool): Promise<void> {
+  pool.connect();
+  for (let i = 0; i < 500 && !pool.lean(); i++) await new Promise((r) => setTimeout(r, 5));
+  assert.ok(pool.lean(), 'the lean session connects');
+}
+
+interface Outcome {
+  res?: ApplyResponse;
+  code?: number;
+  details?: string;
+  trailers?: Record<string, unknown>;
+}
+
+function outcome(err: ServiceError | null, res?: ApplyResponse): Outcome {
+  if (!err) return { res };
+  const trailers = err.metadata.getMap();
+  return { code: err.code, details: err.details, trailers };
+}
+
+/** The same Apply request through the lean session and through grpc-js. */
+async function both(pool: ConnectionPool, timeoutMs?: number): Promise<{ lean: Outcome; grpc: Outcome }> {
+  const md = pool.metadata(claimsFor.journalApply());
+  // The grpc-js channel connects first, so that both calls are made on a connection that stands.
+  await new Promise<void>((resolve, reject) => pool.journal().waitForReady(Date.now() + 5000, (e) => (e ? reject(e) : resolve())));
+  let deadline = timeoutMs !== undefined ? Date.now() + timeoutMs : undefined;
+  const lean = await new Promise<Outcome>((resolve) => {
+    pool.lean()!.unary(JournalService.apply.path, request, md.toHttp2Headers() as Record<string, string | string[]>, deadline, decode, (e, r) => resolve(outcome(e, r)));
+  });
+  deadline = timeoutMs !== undefined ? Date.now() + timeoutMs : undefined;
+  const grpc = await new Promise<Outcome>((resolve) => {
+    pool
+      .journal()
+      .makeUnaryRequest(JournalService.apply.path, (b: Buffer) => b, decode, request, md, deadline !== undefined ? { deadline } : {}, (e, r) => resolve(outcome(e, r)));
+  });
+  return { lean, grpc };
+}
+
+async function withStub(apply: Parameters<typeof startJournalStub>[0]['apply'], fn: (stub: StubServer, pool: ConnectionPool) => Promise<void>, authToken?: string): Promise<void> {
+  const stub = await startJournalStub({ apply });
+  const pool = new ConnectionPool({ address: stub.address, authToken });
+  try {
+    await connected(pool);
+    await fn(stub, pool);
+  } finally {
+    pool.close();
+    await stub.stop();
+  }
+}
+
+test('lean unary: a response decodes as through grpc-js, with the call metadata sent', async () => {
+  await withStub(
+    (_call, cb) => cb(null, { status: Status.OK, header: stubHeader({ revision: 42n }) }),
+    async (stub, pool) => {
+      const { lean, grpc } = await both(pool);
+      assert.deepEqual(lean, grpc);
+      assert.equal(lean.res?.header?.etcd?.revision, 42n);
+      assert.deepEqual(
+        stub.calls.map((c) => c.authorization),
+        ['Bearer s3cret', 'Bearer s3cret'],
+      );
+      assert.deepEqual(stub.requests[0], stub.requests[1]);
+    },
+    's3cret',
+  );
+});
+
+test('lean unary: a refused call has the code, details and trailers grpc-js gives', async () => {
+  const trailers = new Metadata();
+  trailers.set('x-why', 'because');
+  await withStub(
+    (_call, cb) => cb({ code: GrpcStatus.INVALID_ARGUMENT, details: 'bad: 100% wrong, "quoted" and ünïcode', metadata: trailers }),
+    async (_stub, pool) => {
+      const { lean, grpc } = await both(pool);
+      assert.equal(lean.code, GrpcStatus.INVALID_ARGUMENT);
+      assert.equal(lean.details, 'bad: 100% wrong, "quoted" and ünïcode');
+      assert.deepEqual(lean, grpc);
+    },
+  );
+});
+
+test('lean unary: a call the server leaves unanswered ends at its deadline, naming the peer', async () => {
+  await withStub(
+    () => undefined,
+    async (_stub, pool) => {
+      const { lean, grpc } = await both(pool, 150);
+      assert.equal(lean.code, GrpcStatus.DEADLINE_EXCEEDED);
+      assert.equal(grpc.code, GrpcStatus.DEADLINE_EXCEEDED);
+      assert.match(lean.details!, /^Deadline exceeded after \d+\.\d{3}s,remote_addr=127\.0\.0\.1:\d+$/);
+      assert.match(grpc.details!, /remote_addr=127\.0\.0\.1:\d+$/);
+    },
+  );
+});
+
+test('lean unary: a connection dropped mid-call is UNAVAILABLE', async () => {
+  let stop: (() => Promise<void>) | undefined;
+  const stub = await startJournalStub({ apply: () => void stop?.() });
+  stop = stub.stop;
+  const pool = new ConnectionPool({ address: stub.address });
+  try {
+    await connected(pool);
+    const md = pool.metadata(claimsFor.journalApply());
+    const got = await new Promise<Outcome>((resolve) => {
+      pool.lean()!.unary(JournalService.apply.path, request, md.toHttp2Headers() as Record<string, string | string[]>, undefined, decode, (e, r) => resolve(outcome(e, r)));
+    });
+    assert.equal(got.code, GrpcStatus.UNAVAILABLE);
+    // The session is gone: the next call takes grpc-js.
+    assert.equal(pool.lean(), undefined);
+  } finally {
+    pool.close();
+    await stub.stop();
+  }
+});
+
+test('lean unary: a call out of time when it starts fails at once, as on a connected grpc-js channel', async () => {
+  await withStub(
+    () => undefined,
+    async (_stub, pool) => {
+      const { lean, grpc } = await both(pool, -1);
+      assert.equal(lean.code, GrpcStatus.DEADLINE_EXCEEDED);
+      assert.equal(grpc.code, GrpcStatus.DEADLINE_EXCEEDED);
+      assert.match(lean.details!, /^Deadline exceeded after \d+\.\d{3}s,remote_addr=127\.0\.0\.1:\d+$/);
+      assert.match(grpc.details!, /remote_addr=127\.0\.0\.1:\d+$/);
+    },
+  );
+});
+
+test('lean unary: cancel() ends the call as CANCELLED', async () => {
+  await withStub(
+    () => undefined,
+    async (_stub, pool) => {
+      const md = pool.metadata(claimsFor.journalApply());
+      const got = await new Promise<Outcome>((resolve) => {
+        const call = pool.lean()!.unary(JournalService.apply.path, request, md.toHttp2Headers() as Record<string, string | string[]>, undefined, decode, (e, r) =>
+          resolve(outcome(e, r)),
+        );
+        setTimeout(() => call.cancel(), 20);
+      });
+      assert.equal(got.code, GrpcStatus.CANCELLED);
+    },
+  );
+});
+
+test('lean unary: no session until one connects, so an unreachable service is grpc-js\'s to report', async () => {
+  const pool = new ConnectionPool({ address: 'http://127.0.0.1:1' });
+  try {
+    assert.equal(pool.lean(), undefined);
+    pool.connect();
+    for (let i = 0; i < 200 && pool.state('http://127.0.0.1:1') === 'connecting'; i++) await new Promise((r) => setTimeout(r, 5));
+    assert.equal(pool.lean(), undefined);
+  } finally {
+    pool.close();
+  }
+  const client = new JournalClient({ address: 'http://127.0.0.1:1' }, { timeoutMs: 300 });
+  try {
+    client.pool.connect();
+    await assert.rejects(
+      client.apply([{ expect_mod_revision: -1n, upsert: undefined, delete: 'a/journal' }]),
+      /broker http:\/\/127\.0\.0\.1:1 is unreachable: No connection established/,
+    );
+  } finally {
+    client.close();
+  }
+});
+
+test('lean unary: JournalClient.apply batches go out on the lean session once it is connected', async () => {
+  let revision = 10n;
+  const stub = await startJournalStub({ apply: (_call, cb) => cb(null, { status: Status.OK, header: stubHeader({ revision: ++revision }) }) });
+  const client = new JournalClient({ address: stub.address });
+  try {
+    await connected(client.pool);
+    let lean = 0;
+    const pick = client.pool.lean.bind(client.pool);
+    client.pool.lean = (endpoint?: string) => {
+      const l = pick(endpoint);
+      if (l) lean++;
+      return l;
+    };
+    const changes = Array.from({ length: 5 }, (_, i) => ({ expect_mod_revision: -1n, upsert: undefined, delete: `a/j${i}` }));
+    const res = await client.apply(changes, { maxTxnSize: 2 });
+    assert.equal(res.batches, 3);
+    assert.equal(lean, 3);
+    assert.equal(res.revision, 13n);
+    assert.deepEqual(
+      stub.requests.map((r) => (r.request as { changes: { delete: string }[] }).changes.map((c) => c.delete)),
+      [['a/j0', 'a/j1'], ['a/j2', 'a/j3'], ['a/j4']],
+    );
+  } finally {
+    client.close();
+    await stub.stop();
+  }
+});
+
+test('lean unary: a unix:// endpoint gets a session too, answering as grpc-js does', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gazctl-lean-'));
+  const sock = join(dir, 'broker.sock');
+  const { replicate: _r, ...service } = JournalService;
+  const server = new Server();
+  server.addService(service, {
+    apply: (_call: unknown, cb: (e: null, r: ApplyResponse) => void) => cb(null, { status: Status.OK, header: stubHeader({ revision: 7n }) }),
+  } as never);
+  await new Promise<number>((resolve, reject) => server.bindAsync(`unix://${sock}`, ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
+  const pool = new ConnectionPool({ address: `unix://localhost${sock}` });
+  try {
+    await connected(pool);
+    const { lean, grpc } = await both(pool);
+    assert.equal(lean.res?.header?.etcd?.revision, 7n);
+    assert.deepEqual(lean, grpc);
+  } finally {
+    pool.close();
+    server.forceShutdown();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
