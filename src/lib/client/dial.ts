@@ -211,13 +211,17 @@ export class ConnectionPool {
    * that the connection is set up while the caller does other work (e.g. reads its input); the
    * first call would otherwise start it. Problems (an unreadable certificate, say) are left to
    * that first call, which meets them again: this never throws.
+   *
+   * `calls` says which calls are coming: 'all' (the default) dials the grpc-js channel, which
+   * streams and most unary calls take, and the lean session of Apply batches; 'unary' only what
+   * Apply batches take (the lean session, or the channel when there cannot be one), which saves
+   * a run of Apply batches setting a channel up that it does not use.
    */
-  connect(endpoint?: string): void {
+  connect(endpoint?: string, calls: 'all' | 'unary' = 'all'): void {
     try {
-      // The lean session when unary calls take it; calls it cannot take dial grpc-js then.
       const lean = this.leanSession(endpoint);
-      if (lean) lean.start();
-      else this.channel(endpoint).getConnectivityState(true);
+      lean?.start();
+      if (!lean || calls === 'all') this.channel(endpoint).getConnectivityState(true);
     } catch {
       // The first call reports it.
     }
