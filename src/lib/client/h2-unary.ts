@@ -326,13 +326,12 @@ export class LeanSession {
         if (status) {
           if (status.code !== GrpcStatus.OK) return finish(callError(status.code, status.details, status.metadata));
           const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
-          if (body.length < 5) return finish(callError(GrpcStatus.UNIMPLEMENTED, 'No message received', status.metadata));
-          const len = body.readUInt32BE(1);
-          if (body[0] !== 0 || body.length !== 5 + len) {
-            // A compressed frame, or more or less than one message: not what a unary call of
-            // this client is answered with; grpc-js fails it too.
-            return finish(callError(GrpcStatus.INTERNAL, body[0] !== 0 ? 'Compressed message without an encoding' : 'Unexpected response framing'));
-          }
+          const len = body.length >= 5 ? body.readUInt32BE(1) : 0;
+          // No whole message, or more than one, as grpc-js words them.
+          if (body.length < 5 + len) return finish(callError(GrpcStatus.UNIMPLEMENTED, 'No message received', status.metadata));
+          if (body.length > 5 + len) return finish(callError(GrpcStatus.UNIMPLEMENTED, 'Too many responses received'));
+          // We offered no compression, so a server may not use any.
+          if (body[0] !== 0) return finish(callError(GrpcStatus.INTERNAL, 'Received compressed message but "grpc-encoding" header was identity'));
           let res: Res;
           try {
             res = decode(body.subarray(5));

@@ -3,6 +3,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
+import http2, { type ServerHttp2Stream } from 'node:http2';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Metadata, Server, ServerCredentials, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
@@ -228,5 +230,68 @@ test('lean unary: a unix:// endpoint gets a session too, answering as grpc-js do
     pool.close();
     server.forceShutdown();
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('lean unary: responses a gRPC server should not send fail as grpc-js fails them', async () => {
+  const ok = (b: Buffer) => {
+    const f = Buffer.alloc(5);
+    f.writeUInt32BE(b.length, 1);
+    return Buffer.concat([f, b]);
+  };
+  const message = Buffer.from(JournalService.apply.responseSerialize({ status: Status.OK, header: stubHeader({ revision: 3n }) }));
+  const cases: Record<string, (s: ServerHttp2Stream) => void> = {
+    'no message': (s) => {
+      s.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+      s.on('wantTrailers', () => s.sendTrailers({ 'grpc-status': '0' }));
+      s.end();
+    },
+    'a cut message': (s) => {
+      s.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+      s.on('wantTrailers', () => s.sendTrailers({ 'grpc-status': '0' }));
+      s.end(ok(message).subarray(0, 9));
+    },
+    'an HTTP error': (s) => {
+      s.respond({ ':status': 503, 'content-type': 'text/plain' });
+      s.end('overloaded');
+    },
+    'a status in the headers': (s) => {
+      s.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '7', 'grpc-message': 'not%20yours' }, { endStream: true });
+    },
+    'a reset stream': (s) => s.close(http2.constants.NGHTTP2_INTERNAL_ERROR),
+  };
+  let current = '';
+  const server = http2.createServer();
+  server.on('stream', (s) => {
+    s.on('error', () => undefined); // the reset case's own stream
+    s.on('data', () => undefined);
+    s.on('end', () => cases[current]!(s));
+  });
+  const port = await new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)));
+  const pool = new ConnectionPool({ address: `http://127.0.0.1:${port}` });
+  try {
+    await connected(pool);
+    for (const name of Object.keys(cases)) {
+      current = name;
+      const { lean, grpc } = await both(pool);
+      assert.notEqual(lean.code, undefined, name);
+      assert.deepEqual(lean, grpc, name);
+    }
+    // Two messages: grpc-js means to fail the call with this status (its client cancels on the
+    // second message) but, on this input, never calls back; the lean call says it.
+    cases['two'] = (s) => {
+      s.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+      s.on('wantTrailers', () => s.sendTrailers({ 'grpc-status': '0' }));
+      s.end(Buffer.concat([ok(message), ok(message)]));
+    };
+    current = 'two';
+    const md = pool.metadata(claimsFor.journalApply());
+    const two = await new Promise<Outcome>((resolve) => {
+      pool.lean()!.unary(JournalService.apply.path, request, md.toHttp2Headers() as Record<string, string | string[]>, undefined, decode, (e, r) => resolve(outcome(e, r)));
+    });
+    assert.deepEqual(two, { code: GrpcStatus.UNIMPLEMENTED, details: 'Too many responses received', trailers: {} });
+  } finally {
+    pool.close();
+    await new Promise((r) => server.close(r));
   }
 });
