@@ -1,5 +1,6 @@
 // Connections: one gRPC channel per endpoint (http://, https://, unix://), shared by every stub
-// dialed to it, plus the per-call metadata carrying authorization.
+// dialed to it, and one lean HTTP/2 session for Apply batches (h2-unary.ts), plus the per-call
+// metadata carrying authorization.
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { isIP } from 'node:net';

@@ -101,6 +101,8 @@ export class LeanSession {
   private closed = false;
   private peer = '';
   private active = 0;
+  /** The socket being connected, until a session takes it. */
+  private pending: Socket | undefined;
 
   constructor(private readonly target: LeanTarget) {}
 
@@ -131,6 +133,7 @@ export class LeanSession {
     const t = this.target;
     let socket: Socket | undefined;
     const fail = () => {
+      this.pending = undefined;
       this.connecting = false;
       this.failedAt = Date.now();
       socket?.destroy();
@@ -156,12 +159,14 @@ export class LeanSession {
       }
       socket.once('error', fail);
       socket.unref();
+      this.pending = socket;
     } catch {
       fail();
     }
   }
 
   private open(socket: Socket): void {
+    this.pending = undefined;
     socket.removeAllListeners('error');
     if (this.closed) {
       socket.destroy();
@@ -198,6 +203,8 @@ export class LeanSession {
   /** Closes the session; calls in flight are cut off. */
   close(): void {
     this.closed = true;
+    this.pending?.destroy();
+    this.pending = undefined;
     this.session?.destroy();
     this.session = undefined;
   }
