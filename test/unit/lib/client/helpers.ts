@@ -1,11 +1,14 @@
 // Shared helpers for the client unit tests.
+import type { ServerWritableStream } from '@grpc/grpc-js';
 import {
   AppendResponse,
   CompressionCodec,
   Fragment,
+  FragmentsResponse,
   ListResponse,
   ReadResponse,
   Status,
+  type ReadRequest,
   type ListResponse_Journal,
   type Route,
 } from '../../../../src/lib/protocol/gen/broker/protocol.js';
@@ -84,4 +87,36 @@ export function bytes(n: number, seed = 0): Buffer {
   const b = Buffer.allocUnsafe(n);
   for (let i = 0; i < n; i++) b[i] = (i * 31 + seed) & 0xff;
   return b;
+}
+
+/**
+ * A broker of a journal made of `frags` (persisted in `root` under `file:///`): a do_not_proxy read
+ * gets the fragment at its offset and its URL; a proxied read gets the fragment's bytes streamed.
+ */
+export function fragmentBroker(data: Buffer, frags: Fragment[], urls: string[]) {
+  const head = BigInt(data.length);
+  return {
+    read: (call: ServerWritableStream<ReadRequest, ReadResponse>) => {
+      const req = call.request;
+      const i = frags.findIndex((f) => f.begin <= req.offset && req.offset < f.end);
+      if (i < 0) {
+        call.write(statusResponse(Status.OFFSET_NOT_YET_AVAILABLE, { offset: head, write_head: head }));
+        call.end();
+        return;
+      }
+      const f = frags[i]!;
+      call.write(metaResponse(req.offset, f, head, { first: true, url: urls[i] }));
+      if (!req.do_not_proxy) call.write(contentResponse(req.offset, data.subarray(Number(req.offset), Number(f.end))));
+      call.end();
+    },
+    listFragments: (_call: unknown, cb: (e: null, r: FragmentsResponse) => void) =>
+      cb(
+        null,
+        FragmentsResponse.fromPartial({
+          status: Status.OK,
+          header: stubHeader(),
+          fragments: frags.map((f, i) => ({ spec: { ...f, mod_time: 1_700_000_000n }, signed_url: urls[i] })),
+        }),
+      ),
+  };
 }

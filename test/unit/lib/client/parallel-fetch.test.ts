@@ -8,19 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
-import type { ServerWritableStream } from '@grpc/grpc-js';
-import {
-  CompressionCodec,
-  FragmentsResponse,
-  Status,
-  type Fragment,
-  type ReadRequest,
-  type ReadResponse,
-} from '../../../../src/lib/protocol/gen/broker/protocol.js';
+
+import { CompressionCodec, type Fragment, type ReadRequest } from '../../../../src/lib/protocol/gen/broker/protocol.js';
 import { JournalClient, type ReadChunk } from '../../../../src/lib/index.js';
 import { FragmentRunError, readFragmentRun, type RunItem, type RunEvent } from '../../../../src/lib/client/parallel-fetch.js';
-import { startJournalStub, stubHeader } from '../../../../src/testing/stubs.js';
-import { bytes, contentResponse, fastDelay, fragment, metaResponse, statusResponse } from './helpers.js';
+import { startJournalStub } from '../../../../src/testing/stubs.js';
+import { bytes, fastDelay, fragment, fragmentBroker } from './helpers.js';
 
 /** A gate: `wait()` resolves once `open()` is called. */
 function gate() {
@@ -158,40 +151,6 @@ test('a short or long fragment is an error naming it; stopAt ends the run inside
 });
 
 // ---- the Reader over a stub broker --------------------------------------------------------------
-
-type ReadCall = ServerWritableStream<ReadRequest, ReadResponse>;
-
-/**
- * A broker of a journal made of `frags` (persisted in `root` under `file:///`): a do_not_proxy read
- * gets the fragment at its offset and its URL; a proxied read gets the fragment's bytes streamed.
- */
-function fragmentBroker(data: Buffer, frags: Fragment[], urls: string[]) {
-  const head = BigInt(data.length);
-  return {
-    read: (call: ReadCall) => {
-      const req = call.request;
-      const i = frags.findIndex((f) => f.begin <= req.offset && req.offset < f.end);
-      if (i < 0) {
-        call.write(statusResponse(Status.OFFSET_NOT_YET_AVAILABLE, { offset: head, write_head: head }));
-        call.end();
-        return;
-      }
-      const f = frags[i]!;
-      call.write(metaResponse(req.offset, f, head, { first: true, url: urls[i] }));
-      if (!req.do_not_proxy) call.write(contentResponse(req.offset, data.subarray(Number(req.offset), Number(f.end))));
-      call.end();
-    },
-    listFragments: (_call: unknown, cb: (e: null, r: FragmentsResponse) => void) =>
-      cb(
-        null,
-        FragmentsResponse.fromPartial({
-          status: Status.OK,
-          header: stubHeader(),
-          fragments: frags.map((f, i) => ({ spec: { ...f, mod_time: 1_700_000_000n }, signed_url: urls[i] })),
-        }),
-      ),
-  };
-}
 
 async function collect(it: AsyncIterable<ReadChunk>): Promise<{ data: Buffer; chunks: ReadChunk[] }> {
   const chunks: ReadChunk[] = [];

@@ -10,14 +10,13 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import type { ServerWritableStream } from '@grpc/grpc-js';
-import { CompressionCodec, FragmentsResponse, Status, type Fragment, type ReadRequest, type ReadResponse } from '../../../../src/lib/protocol/gen/broker/protocol.js';
+import { CompressionCodec, type Fragment } from '../../../../src/lib/protocol/gen/broker/protocol.js';
 import { JournalClient } from '../../../../src/lib/index.js';
 import { readFragmentRun, type RunItem } from '../../../../src/lib/client/parallel-fetch.js';
 import { PIECE_SIZE, PiecePool, pieces } from '../../../../src/lib/client/piece-pool.js';
 import { Output } from '../../../../src/cli/output.js';
-import { startJournalStub, stubHeader } from '../../../../src/testing/stubs.js';
-import { bytes, contentResponse, fastDelay, fragment, metaResponse, statusResponse } from './helpers.js';
+import { startJournalStub } from '../../../../src/testing/stubs.js';
+import { bytes, fastDelay, fragment, fragmentBroker } from './helpers.js';
 
 /** Fragments of 2.5 pooled pieces, so that each has full pieces and a shorter last one. */
 const SIZE = 2 * PIECE_SIZE + PIECE_SIZE / 2;
@@ -141,39 +140,11 @@ test('over a plain http:// URL, released pieces read the same bytes again', asyn
   }
 });
 
-type ReadCall = ServerWritableStream<ReadRequest, ReadResponse>;
-
 test('a Reader gives a release with content read directly into pooled buffers, none with what a broker streams', async () => {
   const { root, data, items } = journalFiles(3);
   const frags: Fragment[] = items.map((it) => it.fragment);
   const urls = items.map((it) => it.url!);
-  const head = BigInt(data.length);
-  // A broker that hands out the URL of the fragment at a direct read's offset, and streams
-  // the fragment itself to a proxied read.
-  const stub = await startJournalStub({
-    read: (call: ReadCall) => {
-      const req = call.request;
-      const i = frags.findIndex((f) => f.begin <= req.offset && req.offset < f.end);
-      if (i < 0) {
-        call.write(statusResponse(Status.OFFSET_NOT_YET_AVAILABLE, { offset: head, write_head: head }));
-        call.end();
-        return;
-      }
-      const f = frags[i]!;
-      call.write(metaResponse(req.offset, f, head, { first: true, url: urls[i] }));
-      if (!req.do_not_proxy) call.write(contentResponse(req.offset, data.subarray(Number(req.offset), Number(f.end))));
-      call.end();
-    },
-    listFragments: (_call: unknown, cb: (e: null, r: FragmentsResponse) => void) =>
-      cb(
-        null,
-        FragmentsResponse.fromPartial({
-          status: Status.OK,
-          header: stubHeader(),
-          fragments: frags.map((f, i) => ({ spec: { ...f, mod_time: 1_700_000_000n }, signed_url: urls[i] })),
-        }),
-      ),
-  });
+  const stub = await startJournalStub(fragmentBroker(data, frags, urls));
   const direct = new JournalClient({ address: stub.address, cacheSize: 8 }, { fileRoot: root, delay: fastDelay });
   const proxied = new JournalClient({ address: stub.address }, { delay: fastDelay });
   try {
