@@ -101,6 +101,29 @@ describe('a cluster of three of our brokers', { timeout: 180_000 }, () => {
     }
   });
 
+  test('/metrics reports the bytes each broker holds in its spools', async () => {
+    const c = cluster!;
+    const gauge = async (endpoint: string, name: string): Promise<number> => {
+      const text = await (await fetch(`${endpoint}/metrics`)).text();
+      const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+      assert.ok(m, `${name} in /metrics of ${endpoint}`);
+      return Number(m[1]);
+    };
+    await gzOk(c, ['journals', 'apply', '--specs', '-'], { input: SPECS.replace('length: 1024', 'length: 1048576').replace(/children:[\s\S]*/, 'children:\n- name: core/metrics\n') });
+    await waitForJournalsAssigned(c, ['core/metrics'], 30_000);
+    const before = await Promise.all(c.brokers.map((b) => gauge(b.endpoint, 'gazette_spool_bytes')));
+    const line = 'x'.repeat(499) + '\n';
+    await gzOk(c, ['journals', 'append', '-l', 'name=core/metrics'], { input: line });
+    // Replication 3 on three brokers: every broker's spool holds the 500 bytes once committed.
+    for (const [i, b] of c.brokers.entries()) {
+      assert.equal((await gauge(b.endpoint, 'gazette_spool_bytes')) - before[i]!, line.length, b.endpoint);
+      assert.ok((await gauge(b.endpoint, 'gazette_spool_disk_bytes')) >= line.length, b.endpoint);
+      assert.ok((await gauge(b.endpoint, 'gazette_spool_files')) >= 1, b.endpoint);
+      assert.ok((await gauge(b.endpoint, 'gazette_spool_queued_bytes')) >= 0);
+      assert.ok((await gauge(b.endpoint, 'gazette_unpersisted_bytes')) >= 0);
+    }
+  });
+
   test('spools roll at the fragment length and persist to the file store; fragments lists them', async () => {
     const c = cluster!;
     const line = 'x'.repeat(99) + '\n';

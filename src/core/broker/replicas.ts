@@ -3,6 +3,7 @@
 // not yet advertise the current route is "pulsed" (an empty round through the replication
 // pipeline) and then advertised, which is what makes it consistent for the allocator.
 
+import { spoolStats } from '../fragment/spool.js';
 import { memberIndex, routeEquals } from '../../lib/protocol/route.js';
 import type { JournalSpec } from '../../lib/protocol/gen/broker/protocol.js';
 import type { Broker } from './broker.js';
@@ -19,6 +20,15 @@ export class ReplicaSet {
 
   attach(b: Broker): void {
     this.broker = b;
+    b.metrics.observeSpools(() => {
+      let spool = 0n;
+      let queued = 0;
+      for (const r of this.replicas.values()) {
+        spool += r.spool.contentLength;
+        queued += r.spool.queuedWriteBytes;
+      }
+      return { spool: Number(spool), files: spoolStats.openFiles, disk: spoolStats.bytesOnDisk, queued, unpersisted: b.persister.pendingBytes };
+    });
     b.view.onChange(() => this.sync());
     this.timer = setInterval(() => this.sync(), 1000);
     this.timer.unref();
@@ -85,9 +95,6 @@ export class ReplicaSet {
     }
     b.metrics.journals.set({ role: 'primary' }, primaries);
     b.metrics.journals.set({ role: 'any' }, this.replicas.size);
-    let bytes = 0n;
-    for (const r of this.replicas.values()) bytes += r.spool.contentLength;
-    b.metrics.spoolBytes.set(Number(bytes));
   }
 
   private schedulePulse(name: string): void {

@@ -497,6 +497,10 @@ export class Spool {
   get contentLength(): bigint {
     return this.frag.end - this.frag.begin;
   }
+  /** Content handed to the spool file and still queued in memory for writing. */
+  get queuedWriteBytes(): number {
+    return this.file ? this.file.pendingWriteBytes : 0;
+  }
   /** Bytes staged by `apply` and not yet committed or rolled back. */
   get staged(): number {
     return this.delta;
