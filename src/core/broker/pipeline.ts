@@ -7,7 +7,8 @@
 import { Status, type Fragment, type Header, type LabelSet, type ReplicateRequest, type ReplicateResponse, type Route } from '../../lib/protocol/gen/broker/protocol.js';
 import { encodeReplicateRequest } from './codec.js';
 import type { Peers } from './peers.js';
-import { contentFrame, frameMessage, type ReplicateCall } from './replicate-client.js';
+import { frameMessage } from '../../lib/protocol/grpc-frame.js';
+import { contentFrame, type ReplicateCall } from './replicate-client.js';
 
 export class PipelineError extends Error {}
 

@@ -20,6 +20,7 @@ import * as http2 from 'node:http2';
 import { connect as netConnect } from 'node:net';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { ReplicateResponse } from '../../lib/protocol/gen/broker/protocol.js';
+import { decodeGrpcMessage } from '../../lib/protocol/grpc-frame.js';
 import { putVarint, varintSize } from '../../lib/protocol/varint.js';
 
 const PATH = '/protocol.Journal/Replicate';
@@ -34,15 +35,6 @@ export class ReplicateCallError extends Error {
   ) {
     super(`${code} ${GrpcStatus[code] ?? 'UNKNOWN'}: ${details}`);
   }
-}
-
-/** A whole encoded ReplicateRequest, with its gRPC message prefix. */
-export function frameMessage(encoded: Uint8Array): Buffer {
-  const out = Buffer.allocUnsafe(5 + encoded.length);
-  out[0] = 0;
-  out.writeUInt32BE(encoded.length, 1);
-  out.set(encoded, 5);
-  return out;
 }
 
 /**
@@ -119,12 +111,7 @@ export class ReplicateCall {
   private readStatus(h: http2.IncomingHttpHeaders): void {
     const raw = h['grpc-status'];
     const code = Number(Array.isArray(raw) ? raw[0] : raw);
-    let details = String(h['grpc-message'] ?? '');
-    try {
-      details = decodeURIComponent(details);
-    } catch {
-      // not percent-encoded after all: keep it as it came
-    }
+    const details = decodeGrpcMessage(String(h['grpc-message'] ?? ''));
     this.status = { code: Number.isInteger(code) ? code : GrpcStatus.UNKNOWN, details };
   }
 

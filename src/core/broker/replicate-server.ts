@@ -17,20 +17,13 @@
 import type { Http2Server, IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import { status as GrpcStatus, type Server as GrpcServer } from '@grpc/grpc-js';
 import { ReplicateResponse, type ReplicateRequest } from '../../lib/protocol/gen/broker/protocol.js';
+import { encodeGrpcMessage, frameMessage } from '../../lib/protocol/grpc-frame.js';
 import { decodeReplicateRequest } from './codec.js';
-import { frameMessage } from './replicate-client.js';
 
 export const REPLICATE_PATH = '/protocol.Journal/Replicate';
 
 /** Messages decoded and not yet taken before the stream is paused (HTTP/2 flow control then holds the sender). */
 const QUEUE_HIGH_WATER = 16;
-
-/** gRPC's percent-encoding of a status message: bytes outside printable ASCII, and '%'. */
-export function encodeGrpcMessage(s: string): string {
-  let out = '';
-  for (const b of Buffer.from(s, 'utf8')) out += b >= 0x20 && b <= 0x7e && b !== 0x25 ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`;
-  return out;
-}
 
 /** One Replicate call at this broker, shaped as the part of grpc-js's ServerDuplexStream that `serveReplicate` uses. */
 export class RawReplicateCall {

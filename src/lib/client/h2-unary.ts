@@ -18,6 +18,7 @@ import http2, { type ClientHttp2Session, type ClientHttp2Stream, type IncomingHt
 import { connect as netConnect, isIP, type Socket } from 'node:net';
 import { connect as tlsConnect, type SecureContext } from 'node:tls';
 import { Metadata, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
+import { decodeGrpcMessage, messagePrefix } from '../protocol/grpc-frame.js';
 
 const {
   NGHTTP2_CANCEL,
@@ -280,11 +281,7 @@ export class LeanSession {
         let details = '';
         const mv = metadata.get('grpc-message');
         if (mv.length > 0 && typeof mv[0] === 'string') {
-          try {
-            details = decodeURI(mv[0]);
-          } catch {
-            details = mv[0];
-          }
+          details = decodeGrpcMessage(mv[0]);
           metadata.remove('grpc-message');
         }
         status = { code, details, metadata };
@@ -389,10 +386,7 @@ export class LeanSession {
       timer = setTimeout(onDeadline, Math.min(Math.max(ms, 1), 2_147_483_647));
     }
 
-    const frame = Buffer.allocUnsafe(5);
-    frame[0] = 0;
-    frame.writeUInt32BE(request.length, 1);
-    stream.write(frame);
+    stream.write(messagePrefix(request.length));
     stream.end(request);
 
     return {

@@ -4,9 +4,9 @@ import { credentials, status as GrpcStatus, type ServerDuplexStream, type Servic
 
 import { startServer, type ServiceServer } from '../../../../src/core/broker/server.js';
 import { Metrics } from '../../../../src/core/broker/metrics.js';
-import { ReplicateCallError, ReplicateSessions, contentFrame, frameMessage, type ReplicateCall } from '../../../../src/core/broker/replicate-client.js';
+import { ReplicateCallError, ReplicateSessions, contentFrame, type ReplicateCall } from '../../../../src/core/broker/replicate-client.js';
+import { decodeGrpcMessage, encodeGrpcMessage, frameMessage } from '../../../../src/lib/protocol/grpc-frame.js';
 import { encodeReplicateContent, encodeReplicateRequest } from '../../../../src/core/broker/codec.js';
-import { encodeGrpcMessage } from '../../../../src/core/broker/replicate-server.js';
 import { JournalClient, ListRequest, ReplicateRequest, ReplicateResponse, Status, type JournalServer } from '../../../../src/lib/protocol/gen/broker/protocol.js';
 
 type Call = ServerDuplexStream<ReplicateRequest, ReplicateResponse>;
@@ -197,5 +197,10 @@ describe('Replicate over HTTP/2 without grpc-js (replicate-client.ts, replicate-
     assert.equal(encodeGrpcMessage('plain text: ok'), 'plain text: ok');
     assert.equal(encodeGrpcMessage('50%'), '50%25');
     assert.equal(encodeGrpcMessage('ü\n'), '%C3%BC%0A');
+  });
+
+  it('decodes a status message as grpc-js does, keeping one that is not valid percent-encoding', () => {
+    for (const s of ['plain text: ok', '50%', 'ü\n', 'a/b:c']) assert.equal(decodeGrpcMessage(encodeGrpcMessage(s)), s);
+    assert.equal(decodeGrpcMessage('100%zz'), '100%zz');
   });
 });
