@@ -20,6 +20,8 @@ export interface StubJournal {
   name: string;
   labels?: Record<string, string>;
   content?: string;
+  /** The broker holds none of the content yet (its write head is past it): reads get OFFSET_NOT_YET_AVAILABLE below the head. */
+  notHeld?: boolean;
 }
 
 export interface StubBroker extends StubServer {
@@ -62,6 +64,11 @@ export async function startStubBroker(journals: StubJournal[]): Promise<StubBrok
         return;
       }
       const from = call.request.offset < 0n ? head : call.request.offset;
+      if (j.notHeld && from < head) {
+        call.write(ReadResponse.fromPartial({ status: Status.OFFSET_NOT_YET_AVAILABLE, header: stubHeader(), offset: from, write_head: head }));
+        call.end();
+        return;
+      }
       if (from < head) {
         call.write(ReadResponse.fromPartial({ status: Status.OK, header: stubHeader(), offset: from, write_head: head, fragment: { journal: j.name, begin: 0n, end: head, sum: {} } }));
         call.write(ReadResponse.fromPartial({ offset: from, content: content.subarray(Number(from)) }));

@@ -192,6 +192,11 @@ Offsets: --offsets loads a JSON object {"journal": offset} of where to start; --
           signal,
           fileRoot: flags['file-root'],
           openStore: storeFor,
+          onUnavailable: ({ journal: j, offset, writeHead }) =>
+            this.log_.warn(
+              `read of ${j} stops at offset ${offset}, below its write head ${writeHead}: the broker has no fragment there yet (content not yet persisted by the brokers that hold it, or removed from the store)`,
+              { journal: j, offset, writeHead },
+            ),
           onRetry: ({ journal: j, attempt, delayMs, error }) => {
             const fields = { journal: j, attempt, delayMs, err: (error as Error)?.message ?? String(error) };
             if (waiting.has(j)) return this.log_.debug('read failure (will retry)', fields);

@@ -64,6 +64,12 @@ export interface ReaderOptions {
   directReads?: boolean;
   /** Called before each retry sleep, e.g. to log a warning. */
   onRetry?: (info: RetryInfo) => void;
+  /**
+   * Called when a non-blocking read ends below the journal's write head: the broker holds no
+   * fragment for `offset` yet content up to `writeHead` exists (a broker that joined the route
+   * after the content was written and before it was persisted, or content removed from the store).
+   */
+  onUnavailable?: (info: { journal: string; offset: bigint; writeHead: bigint }) => void;
   /** Attempts during which JOURNAL_NOT_FOUND is retried (default 5). */
   notFoundAttempts?: number;
   /** Overrides the backoff schedule (tests). */
@@ -238,7 +244,10 @@ export class Reader implements AsyncIterable<ReadChunk> {
         if (s === Status.OFFSET_NOT_YET_AVAILABLE) {
           if (statusMsg.offset > this.offset) this.adopt(statusMsg.offset);
           else if (this.offset < 0n && this.writeHead > 0n) this.adopt(this.writeHead);
-          if (!this.req.block) return;
+          if (!this.req.block) {
+            if (this.offset >= 0n && statusMsg.write_head > this.offset) this.opts.onUnavailable?.({ journal: this.journal, offset: this.offset, writeHead: statusMsg.write_head });
+            return;
+          }
           failure = new BrokerStatusError(s, `reading ${this.journal}`);
         } else if (s === Status.JOURNAL_NOT_FOUND && attempt + 1 < notFoundAttempts) {
           failure = new BrokerStatusError(s, `reading ${this.journal}`);

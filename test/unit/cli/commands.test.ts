@@ -63,6 +63,20 @@ describe('commands in-process', () => {
     assert.deepEqual(r.stdout.split('\n').filter(Boolean).sort(), ['first', 'second']);
   });
 
+  it('journals read says on stderr when a journal stops below its write head, and still exits 0', async () => {
+    const gap = await startStubBroker([{ name: 'acme/late', content: 'not here yet\n', notHeld: true }]);
+    try {
+      const args = ['journals', 'read', '-l', 'name=acme/late'];
+      const r = await runInProcess(args, { env: { BROKER_ADDRESS: gap.address } });
+      const what = describeInProcess(args, r);
+      assert.equal(r.code, 0, what);
+      assert.equal(r.stdout, '', what);
+      assert.match(r.stderr, /read of acme\/late stops at offset 0, below its write head 13: the broker has no fragment there yet/, what);
+    } finally {
+      await gap.stop();
+    }
+  });
+
   it('journals append --framing lines appends every record once, whole', async () => {
     const r = await run(['journals', 'append', '-l', 'name=acme/one', '--framing', 'lines'], 'a\nb\n');
     assert.equal(r.code, 0, r.what);

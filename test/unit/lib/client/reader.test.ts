@@ -135,6 +135,32 @@ test('OFFSET_NOT_YET_AVAILABLE ends a non-blocking read; a write-head read recor
   }
 });
 
+test('a non-blocking read that ends below the write head says so through onUnavailable; one that ends at the head does not', async () => {
+  // The broker holds nothing at 0 (e.g. it joined the route before the journal's content was
+  // persisted), yet its write head is at 5000; a second journal ends where it should.
+  const stub = await startJournalStub({
+    read: (call) => {
+      const head = call.request.journal === 'a/gap' ? 5000n : call.request.offset;
+      call.write(statusResponse(Status.OFFSET_NOT_YET_AVAILABLE, { offset: call.request.offset, write_head: head }));
+      call.end();
+    },
+  });
+  const client = new JournalClient({ address: stub.address });
+  try {
+    const seen: { journal: string; offset: bigint; writeHead: bigint }[] = [];
+    for (const journal of ['a/gap', 'a/end']) {
+      const reader = client.read({ journal, offset: 0n }, { onUnavailable: (info) => seen.push(info) });
+      const { chunks } = await collect(reader);
+      assert.equal(chunks.length, 0);
+      assert.equal(reader.offset, 0n, 'the read stops where it is, not at the head');
+    }
+    assert.deepEqual(seen, [{ journal: 'a/gap', offset: 0n, writeHead: 5000n }]);
+  } finally {
+    client.close();
+    await stub.stop();
+  }
+});
+
 test('SUSPENDED surfaces as a BrokerStatusError', async () => {
   const stub = await startJournalStub({
     read: (call) => {
