@@ -22,6 +22,16 @@ import { brokerEnv, gzOk } from '../helpers/journals.js';
 
 const ONE_LINE = /^gazctl: [^\n]+\n$/;
 
+/** Runs gazctl and checks that it failed at once (no retrying until killed) with exit 1 and one line on stderr. */
+async function failsAtOnce(args: string[]) {
+  const r = await runGazctl(args, { timeoutMs: 30_000 });
+  const what = describeResult(args, r);
+  assert.equal(r.timedOut, false, `still retrying when killed\n${what}`);
+  assert.equal(r.code, 1, what);
+  assert.match(r.stderr, ONE_LINE, what);
+  return { r, what };
+}
+
 describe('TLS: a self-signed server', () => {
   let dir = '';
   let server: Server | undefined;
@@ -113,32 +123,20 @@ describe('TLS: a self-signed server', () => {
 
   it('journals apply: an untrusted certificate is named at once, as for a listing', async () => {
     const args = ['journals', 'apply', '--specs', join(dir, 'spec.yaml'), '--broker.address', `https://127.0.0.1:${port}`, '--timeout', '0'];
-    const r = await runGazctl(args, { timeoutMs: 30_000 });
-    const what = describeResult(args, r);
-    assert.equal(r.timedOut, false, `still retrying when killed\n${what}`);
-    assert.equal(r.code, 1, what);
-    assert.match(r.stderr, ONE_LINE, what);
+    const { r, what } = await failsAtOnce(args);
     assert.match(r.stderr, /certificate .*not trusted \(self-signed certificate\)/, what);
     assert.match(r.stderr, /--broker\.trusted-ca-file/, what);
   });
 
   it('journals apply: plain http:// to the TLS port says the server expects TLS', async () => {
     const args = ['journals', 'apply', '--specs', join(dir, 'spec.yaml'), '--broker.address', `http://127.0.0.1:${port}`, '--timeout', '0'];
-    const r = await runGazctl(args, { timeoutMs: 30_000 });
-    const what = describeResult(args, r);
-    assert.equal(r.timedOut, false, `still retrying when killed\n${what}`);
-    assert.equal(r.code, 1, what);
-    assert.match(r.stderr, ONE_LINE, what);
+    const { r, what } = await failsAtOnce(args);
     assert.match(r.stderr, /speaks TLS/, what);
   });
 
   it('an untrusted certificate is named at once, with the flag that fixes it', async () => {
     const args = ['journals', 'list', '--broker.address', `https://127.0.0.1:${port}`, '--timeout', '0'];
-    const r = await runGazctl(args, { timeoutMs: 30_000 });
-    const what = describeResult(args, r);
-    assert.equal(r.timedOut, false, `still retrying when killed\n${what}`);
-    assert.equal(r.code, 1, what);
-    assert.match(r.stderr, ONE_LINE, what);
+    const { r, what } = await failsAtOnce(args);
     assert.match(r.stderr, /certificate .*not trusted \(self-signed certificate\)/, what);
     assert.match(r.stderr, /--broker\.trusted-ca-file/, what);
     assert.doesNotMatch(r.stderr, /unreachable/, what);
@@ -146,11 +144,7 @@ describe('TLS: a self-signed server', () => {
 
   it('plain http:// to the TLS port says the server expects TLS and suggests https://', async () => {
     const args = ['journals', 'list', '--broker.address', `http://127.0.0.1:${port}`, '--timeout', '0'];
-    const r = await runGazctl(args, { timeoutMs: 30_000 });
-    const what = describeResult(args, r);
-    assert.equal(r.timedOut, false, `still retrying when killed\n${what}`);
-    assert.equal(r.code, 1, what);
-    assert.match(r.stderr, ONE_LINE, what);
+    const { r, what } = await failsAtOnce(args);
     assert.match(r.stderr, /speaks TLS/, what);
     assert.match(r.stderr, /https:\/\//, what);
   });

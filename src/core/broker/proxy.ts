@@ -2,8 +2,7 @@
 // tells the receiving broker the request was proxied, and at which etcd revision).
 
 import { Metadata, status as GrpcStatus, type ServerReadableStream, type ServerWritableStream, type ServiceError } from '@grpc/grpc-js';
-import type { AppendRequest, AppendResponse, FragmentsRequest, FragmentsResponse, Header, ReadRequest, ReadResponse } from '../../lib/protocol/gen/broker/protocol.js';
-import type { JournalClient } from '../../lib/protocol/gen/broker/protocol.js';
+import type { AppendRequest, AppendResponse, FragmentsRequest, FragmentsResponse, Header, JournalClient, ReadRequest, ReadResponse } from '../../lib/protocol/gen/broker/protocol.js';
 import type { Peers } from './peers.js';
 
 function grpcError(e: unknown): Partial<ServiceError> {
