@@ -6,8 +6,9 @@
 // What it measures (each tool runs as a fresh process, exactly as an operator would run it):
 //   read    `journals read -l name=<j>` of a BENCH_SIZE_MB journal, stdout to /dev/null
 //   append  `journals append -l name=<j> --framing lines -i <file>` of BENCH_SIZE_MB of ~100-byte
-//           lines, each tool and run into its own fresh journal; every appended journal is then
-//           read back (Go gazctl) and its byte count and sha256 compared with the input file
+//           lines, each tool and run into its own journal on a cluster started for that run (and
+//           removed after it); every appended journal is read back (Go gazctl) and its byte
+//           count and sha256 compared with the input file
 //   cold    `journals list --help`: ours (`node bin/run.js`), Go gazctl, and `node -e 0` (floor),
 //           all three spawned the same way with the same environment and working directory;
 //           measured twice: with the environment as given, and without NODE_EXTRA_CA_CERTS
@@ -39,7 +40,8 @@
 //   BENCH_TXN_SIZE    --max-txn-size of `apply` (default 100)
 //   BENCH_SCALE_RUNS  timed runs per tool (and format) for list and apply (default 3)
 //   BENCH_LINE_BYTES  average input line length (default 100)
-// MB/s figures are 10^6 bytes per second; sizes are MiB. Runs alternate which tool goes first.
+// MB/s figures are 10^6 bytes per second; sizes are MiB. Runs alternate which tool goes first, and
+// before each timed read or append the machine settles (sync, then the broker idle: bench/util.ts).
 // Exit code: 0 when every measurement ran and verified, 1 otherwise (figures are still printed).
 
 import { spawnSync } from 'node:child_process';
@@ -64,6 +66,7 @@ import {
   median,
   percentile,
   procCpuSeconds,
+  settle,
   runTimed,
   table,
   timeSpawn,
@@ -271,47 +274,38 @@ async function verifyJournal(journal: string, env: NodeJS.ProcessEnv, cwd: strin
 
 // ---- append ------------------------------------------------------------------------------------------
 
-async function benchAppend(
-  cluster: Cluster,
-  env: NodeJS.ProcessEnv,
-  cwd: string,
-  file: string,
-  input: { sha256: string },
-): Promise<string | undefined> {
-  console.log(`\n== append: ${SIZE_MB} MiB of lines, --framing lines, ${RUNS} run(s) per tool, each into a fresh journal`);
-  const names = (tool: Tool, r: number) => `bench/append-${tool}-${r}`;
-  const all: string[] = [];
-  for (let r = 0; r < RUNS; r++) for (const t of TOOLS) all.push(names(t, r));
-  await applyJournals(cluster, all);
-
-  let verified: string | undefined;
-  const brokerPid = cluster.brokers[0]?.pid;
+async function benchAppend(baseEnv: NodeJS.ProcessEnv, cwd: string, file: string, input: { sha256: string }): Promise<void> {
+  console.log(`\n== append: ${SIZE_MB} MiB of lines, --framing lines, ${RUNS} run(s) per tool, each into a fresh journal on a fresh cluster`);
+  // Every run gets a cluster of its own, started for it and removed (with its files) after it:
+  // a broker that has already taken a few GiB spends measurably more CPU on the next ones
+  // (mostly kernel time), which would favour whichever tool happened to run first.
   for (let r = 0; r < RUNS; r++) {
     for (const tool of order(r)) {
-      const journal = names(tool, r);
-      const [cmd, args] = command(tool, ['journals', 'append', '-l', `name=${journal}`, '--framing', 'lines', '-i', file]);
-      const b0 = procCpuSeconds(brokerPid);
-      const res = await runTimed(cmd, args, { env, cwd, stdout: 'ignore', timeoutMs: RUN_TIMEOUT_MS, statsFile: join(cwd, 'time.txt') });
-      const b1 = procCpuSeconds(brokerPid);
-      if (res.code !== 0) {
-        fail(describeFailure(`append ${LABEL[tool]} run ${r + 1}`, res) + brokerLogExcerpt(cluster, journal));
-        continue;
+      const journal = `bench/append-${tool}-${r}`;
+      const cluster = await startCluster({ brokers: 1 });
+      try {
+        await applyJournals(cluster, [journal]);
+        const env = { ...baseEnv, BROKER_ADDRESS: cluster.brokerAddress };
+        const brokerPid = cluster.brokers[0]?.pid;
+        const [cmd, args] = command(tool, ['journals', 'append', '-l', `name=${journal}`, '--framing', 'lines', '-i', file]);
+        await settle(brokerPid);
+        const b0 = procCpuSeconds(brokerPid);
+        const res = await runTimed(cmd, args, { env, cwd, stdout: 'ignore', timeoutMs: RUN_TIMEOUT_MS, statsFile: join(cwd, 'time.txt') });
+        const b1 = procCpuSeconds(brokerPid);
+        if (res.code !== 0) {
+          fail(describeFailure(`append ${LABEL[tool]} run ${r + 1}`, res) + brokerLogExcerpt(cluster, journal));
+          continue;
+        }
+        const run = throughputRun(res, b0, b1);
+        run.brokerAborts = brokerAppendAborts(cluster, journal);
+        printRun('append', tool, r, run);
+        // The figures count only if every byte landed, in order.
+        if (await verifyJournal(journal, env, cwd, input)) results.append[tool].push(run);
+      } finally {
+        await cluster.stop().catch((e: unknown) => console.error(`stopping the append cluster: ${(e as Error).message}`));
       }
-      const run = throughputRun(res, b0, b1);
-      run.brokerAborts = brokerAppendAborts(cluster, journal);
-      results.append[tool].push(run);
-      printRun('append', tool, r, run);
     }
   }
-  // The figures count only if every byte landed, in order.
-  for (let r = 0; r < RUNS; r++) {
-    for (const tool of TOOLS) {
-      if (results.append[tool].length <= r) continue;
-      const ok = await verifyJournal(names(tool, r), env, cwd, input);
-      if (ok && tool === 'go' && verified === undefined) verified = names(tool, r);
-    }
-  }
-  return verified;
 }
 
 function throughputRun(res: RunResult, b0: number | undefined, b1: number | undefined): ThroughputRun {
@@ -351,6 +345,7 @@ async function benchRead(cluster: Cluster, env: NodeJS.ProcessEnv, cwd: string, 
     for (const tool of order(r)) {
       const offsetsOut = join(cwd, `offsets-${tool}-${r}.json`);
       const [cmd, args] = command(tool, ['journals', 'read', '-l', `name=${journal}`, '--offsets-out', offsetsOut]);
+      await settle(brokerPid);
       const b0 = procCpuSeconds(brokerPid);
       const res = await runTimed(cmd, args, { env, cwd, stdout: 'devnull', timeoutMs: RUN_TIMEOUT_MS, statsFile: join(cwd, 'time.txt') });
       const b1 = procCpuSeconds(brokerPid);
@@ -616,22 +611,19 @@ async function main(): Promise<void> {
       if (ONLY.has('list')) await benchList(cluster, env, work);
       if (ONLY.has('apply')) await benchApply(cluster, env, work);
 
-      let readJournal: string | undefined;
-      if (ONLY.has('append')) readJournal = await benchAppend(cluster, env, work, file, input);
+      if (ONLY.has('append')) await benchAppend(baseEnv, work, file, input);
       if (ONLY.has('read')) {
-        if (readJournal === undefined) {
-          // No verified appended journal to reuse: fill one with Go gazctl.
-          readJournal = 'bench/read';
-          await applyJournals(cluster, [readJournal]);
-          const f0 = performance.now();
-          const r = await runGoGazctl(['journals', 'append', '-l', `name=${readJournal}`, '--framing', 'lines', '-i', file], {
-            brokerAddress: cluster.brokerAddress,
-            timeoutMs: RUN_TIMEOUT_MS,
-          });
-          if (r.code !== 0) throw new Error(`filling ${readJournal} failed (exit ${r.code}):\n${r.stderr}`);
-          console.log(`\nfilled ${readJournal} with Go gazctl in ${fmt((performance.now() - f0) / 1000, 1)} s`);
-          if (!(await verifyJournal(readJournal, env, work, input))) throw new Error(`${readJournal} does not hold the input`);
-        }
+        // A journal filled with Go gazctl (untimed) and checked against the input.
+        const readJournal = 'bench/read';
+        await applyJournals(cluster, [readJournal]);
+        const f0 = performance.now();
+        const r = await runGoGazctl(['journals', 'append', '-l', `name=${readJournal}`, '--framing', 'lines', '-i', file], {
+          brokerAddress: cluster.brokerAddress,
+          timeoutMs: RUN_TIMEOUT_MS,
+        });
+        if (r.code !== 0) throw new Error(`filling ${readJournal} failed (exit ${r.code}):\n${r.stderr}`);
+        console.log(`\nfilled ${readJournal} with Go gazctl in ${fmt((performance.now() - f0) / 1000, 1)} s`);
+        if (!(await verifyJournal(readJournal, env, work, input))) throw new Error(`${readJournal} does not hold the input`);
         await benchRead(cluster, env, work, readJournal, input);
       }
     }

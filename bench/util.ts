@@ -165,6 +165,25 @@ export function procCpuSeconds(pid: number | undefined): number | undefined {
   }
 }
 
+/**
+ * Lets the machine settle before a timed run: writes dirty pages back (`sync`, so the previous
+ * run's writes are not flushed on this run's time) and waits until the broker's CPU use falls
+ * below 5% over 250 ms (it may still be persisting the previous run's fragments), at most
+ * `maxMs`. Returns how long it waited.
+ */
+export async function settle(brokerPid: number | undefined, maxMs = 15_000): Promise<number> {
+  const t0 = performance.now();
+  spawnSync('sync');
+  for (;;) {
+    const c0 = procCpuSeconds(brokerPid);
+    await new Promise((r) => setTimeout(r, 250));
+    const c1 = procCpuSeconds(brokerPid);
+    if (c0 === undefined || c1 === undefined || c1 - c0 < 0.0125) break;
+    if (performance.now() - t0 > maxMs) break;
+  }
+  return performance.now() - t0;
+}
+
 let ticks: number | undefined;
 function clockTicks(): number {
   if (ticks === undefined) {
