@@ -71,12 +71,7 @@ export function renderNothingToApply(plan: ApplyPlan<unknown>, noun: string): st
  * are named when the failure is a revision mismatch.
  */
 export function explainApplyFailure(err: ApplyError, plan?: ApplyPlan<unknown>): GazctlError {
-  const already =
-    err.batches > 1
-      ? err.applied > 0
-        ? ` Transaction ${err.batchIndex + 1} of ${err.batches} failed; the ${err.applied} changes of the transactions before it were applied.`
-        : ` Transaction 1 of ${err.batches} failed; nothing was applied.`
-      : ' Nothing was applied.';
+  const already = err.batches > 1 ? ` ${whatWasApplied(err)}` : ' Nothing was applied.';
   switch (err.reason) {
     case 'too-many-operations':
       return new GazctlError(
@@ -97,4 +92,42 @@ export function explainApplyFailure(err: ApplyError, plan?: ApplyPlan<unknown>):
       return new GazctlError(`apply failed: ${err.detail}.${already}`, { cause: err });
     }
   }
+}
+
+/**
+ * Which transactions of a failed multi-batch apply were applied. When they are exactly those
+ * before the failed one (always so one transaction at a time), one sentence says so; otherwise
+ * (transactions after the failed one were in flight and went through) each kind is named by its
+ * 1-based ranges: "Transactions 1-4 and 6 of 10 were applied (500 changes); 5 failed; 7-10 were
+ * not sent."
+ */
+function whatWasApplied(err: ApplyError): string {
+  const n = err.batches;
+  if (err.appliedInOrder) {
+    return err.applied > 0
+      ? `Transaction ${err.batchIndex + 1} of ${n} failed; the ${err.applied} changes of the transactions before it were applied.`
+      : `Transaction 1 of ${n} failed; nothing was applied.`;
+  }
+  const applied = new Set(err.appliedBatches);
+  const failed = new Set(err.failedBatches);
+  const notSent: number[] = [];
+  for (let b = 0; b < n; b++) if (!applied.has(b) && !failed.has(b)) notSent.push(b);
+  const a = err.appliedBatches.length;
+  if (a === 0) return `Transaction ${err.batchIndex + 1} of ${n} failed; nothing was applied.`;
+  const changes = `${err.applied} change${err.applied === 1 ? '' : 's'}`;
+  let line = `${a === 1 ? 'Transaction' : 'Transactions'} ${ranges(err.appliedBatches)} of ${n} ${a === 1 ? 'was' : 'were'} applied (${changes}); ${ranges(err.failedBatches)} failed`;
+  if (notSent.length > 0) line += `; ${ranges(notSent)} ${notSent.length === 1 ? 'was' : 'were'} not sent`;
+  return line + '.';
+}
+
+/** 0-based ascending indexes as 1-based ranges: [0,1,2,3,5] → "1-4 and 6"; [0,2,4] → "1, 3 and 5". */
+export function ranges(indexes: readonly number[]): string {
+  const parts: string[] = [];
+  for (let i = 0; i < indexes.length; ) {
+    let j = i;
+    while (j + 1 < indexes.length && indexes[j + 1] === indexes[j]! + 1) j++;
+    parts.push(i === j ? `${indexes[i]! + 1}` : `${indexes[i]! + 1}-${indexes[j]! + 1}`);
+    i = j + 1;
+  }
+  return parts.length <= 1 ? (parts[0] ?? '') : `${parts.slice(0, -1).join(', ')} and ${parts[parts.length - 1]}`;
 }

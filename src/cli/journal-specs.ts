@@ -4,6 +4,7 @@ import { decodeJournalTree, flattenJournalTree, validateJournalTree } from '../l
 import { validateJournalApplyRequest } from '../lib/protocol/validate/index.js';
 import { ValidationError } from '../lib/protocol/errors.js';
 import { ApplyError } from '../lib/client/apply.js';
+import { batchChanges } from '../lib/client/batch.js';
 import { journalPlanSubject, planJournalChanges, planSelector, type ApplyPlan } from '../lib/client/plan.js';
 import { checkMaxTxnSize, explainApplyFailure, renderApplied, renderNothingToApply } from './apply.js';
 import type { JournalClient } from '../lib/client/journal-client.js';
@@ -47,17 +48,18 @@ function allCreates(changes: readonly ApplyRequest_Change[]): boolean {
 }
 
 /**
- * Plans and applies journal changes; returns a one-line summary for stderr. A run of creates
- * only is sent without listing first (as upstream gazctl sends any apply); when its transaction
- * is refused, the journals of the failed batch and after it are listed then, to name the
- * conflicts as a plan made beforehand would have (the batches before it were applied, and
- * cannot have conflicted, or they would have been refused).
+ * Plans and applies journal changes, up to `parallel` transactions at once; returns a one-line
+ * summary for stderr. A run of creates only is sent without listing first (as upstream gazctl
+ * sends any apply); when a transaction is refused, the journals of the transactions that were
+ * not applied are listed then, to name the conflicts as a plan made beforehand would have (the
+ * applied ones cannot have conflicted, or they would have been refused).
  */
 export async function applyJournalChanges(
   client: Pick<JournalClient, 'list' | 'apply'>,
   changes: ApplyRequest_Change[],
   maxTxnSize: number,
   progress?: (done: number, total: number) => void,
+  parallel = 1,
 ): Promise<{ summary: string; revision: bigint }> {
   const creates = allCreates(changes);
   const plan = creates ? planJournalChanges(changes, []) : await planJournalApply(changes, (sel) => client.list(sel));
@@ -67,11 +69,12 @@ export async function applyJournalChanges(
   try {
     result = await client.apply(plan.changes, {
       maxTxnSize,
+      parallel,
       onBatch: progress ? (b) => progress(b.applied, b.total) : undefined,
     });
   } catch (err) {
     if (err instanceof ApplyError) {
-      const explained = creates && err.reason === 'revision-mismatch' ? await conflictsFrom(client, plan, err.applied) : plan;
+      const explained = creates && err.reason === 'revision-mismatch' ? await conflictsOfUnapplied(client, plan, maxTxnSize, err.appliedBatches) : plan;
       throw explainApplyFailure(err, explained);
     }
     throw err;
@@ -80,16 +83,20 @@ export async function applyJournalChanges(
 }
 
 /**
- * The plan of the changes from index `from` on, against a listing made now; `plan` itself when
- * the listing fails (the failure is then explained without naming conflicts).
+ * The plan of the changes of every batch but `appliedBatches` (of the batches --max-txn-size
+ * `maxTxnSize` cuts), against a listing made now; `plan` itself when the listing fails (the
+ * failure is then explained without naming conflicts).
  */
-async function conflictsFrom(
+async function conflictsOfUnapplied(
   client: Pick<JournalClient, 'list'>,
   plan: ApplyPlan<ApplyRequest_Change>,
-  from: number,
+  maxTxnSize: number,
+  appliedBatches: readonly number[],
 ): Promise<ApplyPlan<ApplyRequest_Change>> {
+  const applied = new Set(appliedBatches);
+  const unapplied = batchChanges(plan.changes, maxTxnSize).flatMap((batch, i) => (applied.has(i) ? [] : batch));
   try {
-    return await planJournalApply(plan.changes.slice(from), (sel) => client.list(sel));
+    return await planJournalApply(unapplied, (sel) => client.list(sel));
   } catch {
     return plan;
   }

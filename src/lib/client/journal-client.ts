@@ -23,6 +23,7 @@ import {
 import { decodeListResponse } from '../protocol/fast-decode.js';
 import { encodeApplyRequestFast } from '../protocol/fast-encode.js';
 import { applyInBatches, type ApplyOptions, type ApplyResult } from './apply.js';
+import { journalPlanSubject } from './plan.js';
 import { nanosToDuration } from '../protocol/duration.js';
 import { BrokerStatusError, GazctlError, TransportError } from '../protocol/errors.js';
 import { Appender, type AppendOptions, type AppendTransport } from './appender.js';
@@ -215,9 +216,11 @@ export class JournalClient extends ServiceClient implements ReadTransport, Appen
   // ---- Apply ----------------------------------------------------------------------------------
 
   /**
-   * Applies `changes`, in batches of `maxTxnSize` (0 or absent: one request), sequentially,
-   * stopping at the first failing batch with an ApplyError. Returns the final etcd revision, the
-   * number of batches and the last batch's response.
+   * Applies `changes` in batches of `maxTxnSize` (0 or absent: one request), in order, with up
+   * to `parallel` (default 1) in flight at once; the first failing batch stops the run with an
+   * ApplyError once those in flight have answered. Batches that name the same journal are never in
+   * flight together. Returns the highest etcd revision, the number of batches and the last
+   * batch's response.
    */
   async apply(changes: ApplyRequest_Change[], opts: CallOptions & ApplyOptions = {}): Promise<ApplyResult<ApplyResponse>> {
     return applyInBatches<ApplyRequest_Change, ApplyResponse, Buffer | undefined>(
@@ -238,7 +241,7 @@ export class JournalClient extends ServiceClient implements ReadTransport, Appen
             { signal: opts.signal, deadline },
           ),
         ),
-      { what: 'applying journal specs', statusError: (status, context) => new BrokerStatusError(status, context) },
+      { what: 'applying journal specs', statusError: (status, context) => new BrokerStatusError(status, context), itemName: journalPlanSubject.changeName },
       opts,
       // Each batch is encoded while the previous one is in flight.
       (batch): Buffer | undefined => encodeApplyRequestFast({ changes: batch }),

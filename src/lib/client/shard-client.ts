@@ -12,6 +12,7 @@ import {
   type UnassignResponse,
 } from '../protocol/gen/consumer/protocol.js';
 import { applyInBatches, type ApplyOptions, type ApplyResult } from './apply.js';
+import { shardPlanSubject } from './plan.js';
 import { ConsumerStatusError, TransportError } from '../protocol/errors.js';
 import { claimsFor } from './auth.js';
 import { ServiceClient, type CallDefaults } from './call.js';
@@ -77,9 +78,11 @@ export class ShardClient extends ServiceClient {
   }
 
   /**
-   * Applies `changes` in batches of `maxTxnSize` (0 or absent: one request), sequentially,
-   * stopping at the first failing batch with an ApplyError. Returns the final etcd revision, the
-   * number of batches and the last batch's response.
+   * Applies `changes` in batches of `maxTxnSize` (0 or absent: one request), in order, with up
+   * to `parallel` (default 1) in flight at once; the first failing batch stops the run with an
+   * ApplyError once those in flight have answered. Batches that name the same shard are never in
+   * flight together. Returns the highest etcd revision, the number of batches and the last
+   * batch's response.
    */
   async apply(changes: ApplyRequest_Change[], opts: CallOptions & ApplyOptions = {}): Promise<ApplyResult<ApplyResponse>> {
     return applyInBatches(
@@ -92,7 +95,7 @@ export class ShardClient extends ServiceClient {
             { signal: opts.signal, deadline },
           ),
         ),
-      { what: 'applying shard specs', statusError: (status, context) => new ConsumerStatusError(status, context) },
+      { what: 'applying shard specs', statusError: (status, context) => new ConsumerStatusError(status, context), itemName: shardPlanSubject.changeName },
       opts,
     );
   }

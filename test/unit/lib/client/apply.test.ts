@@ -77,9 +77,9 @@ test('applyInBatches calls onBatch after each applied batch', async () => {
   const seen: ApplyBatchInfo[] = [];
   await applyInBatches(range(7), f.send, journals, { maxTxnSize: 3, onBatch: (b) => seen.push(b) });
   assert.deepEqual(seen, [
-    { index: 0, batches: 3, size: 3, applied: 3, total: 7, revision: 11n },
-    { index: 1, batches: 3, size: 3, applied: 6, total: 7, revision: 12n },
-    { index: 2, batches: 3, size: 1, applied: 7, total: 7, revision: 13n },
+    { index: 0, batches: 3, size: 3, applied: 3, done: 1, total: 7, revision: 11n },
+    { index: 1, batches: 3, size: 3, applied: 6, done: 2, total: 7, revision: 12n },
+    { index: 2, batches: 3, size: 1, applied: 7, done: 3, total: 7, revision: 13n },
   ]);
 });
 
