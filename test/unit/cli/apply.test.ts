@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { checkMaxTxnSize, explainApplyFailure, renderPlan, transactionCount } from '../../../src/cli/apply.js';
+import { checkMaxTxnSize, explainApplyFailure, ranges, renderPlan, transactionCount } from '../../../src/cli/apply.js';
 import { exitCodeFor, UsageError } from '../../../src/cli/exit.js';
 import { applyJournalChanges } from '../../../src/cli/journal-specs.js';
 import { ApplyError, applyInBatches, planJournalChanges, type ApplyOptions } from '../../../src/lib/client/index.js';
@@ -238,5 +238,93 @@ describe('applyJournalChanges', () => {
     const f = fakeClient([], ok(1n));
     await assert.rejects(applyJournalChanges(f.client, [up('a/1', 0n)], -1), /^ValidationError: --max-txn-size: must be a non-negative integer \(got -1\)$/);
     assert.equal(f.sent.length, 0);
+  });
+  it('with --parallel: names exactly the transactions applied, refused and not sent, and lists only the unapplied journals for conflicts', async () => {
+    // a/4 existed before the run. Ten creates, one per transaction, four at a time: the stub
+    // answers each window once it is full, so the second window (a/4..a/7) is all in flight
+    // when a/4's transaction is refused, and a/5..a/7 still go through.
+    const current = [cur('a/0', 8n), cur('a/1', 8n), cur('a/2', 8n), cur('a/3', 8n), cur('a/4', 3n), cur('a/5', 9n), cur('a/6', 9n), cur('a/7', 9n)];
+    let held: { batch: ApplyRequest_Change[]; resolve: (r: ApplyResponse) => void }[] = [];
+    let answered = 0;
+    let maxInFlight = 0;
+    const sent: string[] = [];
+    const listed: string[][] = [];
+    const client = {
+      list: async (sel: { include?: { labels: { value: string }[] } }) => {
+        listed.push((sel.include?.labels ?? []).map((l) => l.value));
+        return { status: Status.OK, header: undefined, journals: current } as ListResponse;
+      },
+      apply: (changes: ApplyRequest_Change[], opts?: ApplyOptions) =>
+        applyInBatches(
+          changes,
+          (batch) =>
+            new Promise<ApplyResponse>((resolve) => {
+              sent.push(batch[0]!.upsert!.name);
+              held.push({ batch, resolve });
+              maxInFlight = Math.max(maxInFlight, held.length);
+              if (held.length === Math.min(4, 10 - answered)) {
+                const window = held.reverse();
+                held = [];
+                for (const h of window) {
+                  answered++;
+                  h.resolve(h.batch[0]!.upsert!.name === 'a/4' ? { status: Status.ETCD_TRANSACTION_FAILED, header: undefined } : ok(20n)());
+                }
+              }
+            }),
+          SERVICE,
+          opts,
+        ),
+    };
+    const progress: string[] = [];
+    const changes = Array.from({ length: 10 }, (_, i) => up(`a/${i}`, 0n));
+    await assert.rejects(applyJournalChanges(client, changes, 1, (d, t) => progress.push(`${d}/${t}`), 4), (e: unknown) => {
+      assert.ok(e instanceof GazctlError && !(e instanceof ApplyError));
+      assert.match(
+        e.message,
+        /^apply refused: .* Transactions 1-4 and 6-8 of 10 were applied \(7 changes\); 5 failed; 9-10 were not sent\. Conflicts: a\/4 already exists at revision 3\.$/,
+      );
+      return true;
+    });
+    assert.equal(maxInFlight, 4);
+    assert.deepEqual(sent, ['a/0', 'a/1', 'a/2', 'a/3', 'a/4', 'a/5', 'a/6', 'a/7']);
+    assert.deepEqual(progress, ['1/10', '2/10', '3/10', '4/10', '5/10', '6/10', '7/10']);
+    assert.equal(listed.length, 1, 'one listing, after the refusal');
+  });
+});
+
+describe('--parallel failure lines', () => {
+  const REFUSED =
+    'apply refused: an item\'s revision does not match (it was changed or deleted since it was listed, or a "create" names one that already exists). Re-list, merge your changes and apply again.';
+  const err = (batchIndex: number, applied: number[], failed: number[], batches = 10, size = 100) =>
+    new ApplyError('x', 'revision-mismatch', batchIndex, batches, size, applied.length * size, batches * size, Status.ETCD_TRANSACTION_FAILED, 'ETCD_TRANSACTION_FAILED', 'x', undefined, applied, failed);
+
+  it('keeps the one-at-a-time wording when exactly the transactions before the failed one were applied', () => {
+    assert.equal(explainApplyFailure(err(4, [0, 1, 2, 3], [4, 5])).message, `${REFUSED} Transaction 5 of 10 failed; the 400 changes of the transactions before it were applied.`);
+    assert.equal(explainApplyFailure(err(0, [], [0, 1, 2])).message, `${REFUSED} Transaction 1 of 10 failed; nothing was applied.`);
+  });
+
+  it('otherwise names the applied, failed and unsent transactions as ranges', () => {
+    assert.equal(
+      explainApplyFailure(err(4, [0, 1, 2, 3, 5], [4])).message,
+      `${REFUSED} Transactions 1-4 and 6 of 10 were applied (500 changes); 5 failed; 7-10 were not sent.`,
+    );
+    assert.equal(explainApplyFailure(err(0, [1], [0])).message, `${REFUSED} Transaction 2 of 10 was applied (100 changes); 1 failed; 3-10 were not sent.`);
+    assert.equal(
+      explainApplyFailure(err(7, [0, 1, 2, 3, 4, 5, 6, 9], [7, 8])).message,
+      `${REFUSED} Transactions 1-7 and 10 of 10 were applied (800 changes); 8-9 failed.`,
+    );
+    assert.equal(
+      explainApplyFailure(err(1, [0, 3], [1, 2], 5, 1)).message,
+      `${REFUSED} Transactions 1 and 4 of 5 were applied (2 changes); 2-3 failed; 5 was not sent.`,
+    );
+    assert.equal(explainApplyFailure(err(0, [2], [0, 1], 3, 1)).message, `${REFUSED} Transaction 3 of 3 was applied (1 change); 1-2 failed.`);
+  });
+
+  it('ranges', () => {
+    assert.equal(ranges([]), '');
+    assert.equal(ranges([0]), '1');
+    assert.equal(ranges([0, 1, 2, 3, 5]), '1-4 and 6');
+    assert.equal(ranges([0, 2, 4]), '1, 3 and 5');
+    assert.equal(ranges([1, 2, 5, 6, 7, 9]), '2-3, 6-8 and 10');
   });
 });

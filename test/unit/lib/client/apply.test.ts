@@ -7,7 +7,7 @@ import {
   Status as ConsumerStatus,
   type ApplyRequest_Change as ShardChange,
 } from '../../../../src/lib/protocol/gen/consumer/protocol.js';
-import { BrokerStatusError, ConsumerStatusError, GazctlError, TransportError } from '../../../../src/lib/protocol/errors.js';
+import { BrokerStatusError, ConsumerStatusError, GazctlError, TransportError, ValidationError } from '../../../../src/lib/protocol/errors.js';
 import {
   ApplyError,
   applyInBatches,
@@ -365,4 +365,289 @@ test('JournalClient.apply: the broker receives every batch exactly, and a change
     client.close();
     await stub.stop();
   }
+});
+
+// ---- several batches in flight (opts.parallel) ------------------------------------------------
+
+/** Lets every promise and immediate of the current work run (a bounded number of loop turns). */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+}
+
+/**
+ * A sender whose calls stay in flight until the test answers them: it records the order batches
+ * were sent in (by their first change), how many were in flight at most, and, with `itemName`,
+ * whether two calls naming the same item were ever in flight together.
+ */
+function held<C>(first: (batch: C[]) => number = (b) => b[0] as number, itemName?: (c: C) => string) {
+  const calls = new Map<number, { batch: C[]; resolve: (r: FakeResponse) => void; reject: (e: unknown) => void }>();
+  const started: number[] = [];
+  let max = 0;
+  let overlapped = false;
+  const send = (batch: C[]) =>
+    new Promise<FakeResponse>((resolve, reject) => {
+      const id = first(batch);
+      if (itemName) {
+        const names = new Set(batch.map(itemName));
+        for (const c of calls.values()) if (c.batch.some((x) => names.has(itemName(x)))) overlapped = true;
+      }
+      started.push(id);
+      calls.set(id, { batch, resolve, reject });
+      max = Math.max(max, calls.size);
+    });
+  const take = (id: number) => {
+    const c = calls.get(id);
+    assert.ok(c, `batch ${id} is in flight (in flight: ${[...calls.keys()].join(', ')})`);
+    calls.delete(id);
+    return c;
+  };
+  return {
+    send,
+    started,
+    inFlight: () => [...calls.keys()].sort((a, b) => a - b),
+    max: () => max,
+    overlapped: () => overlapped,
+    ok: (id: number, revision: bigint) => take(id).resolve({ status: 0, header: { etcd: { revision } } }),
+    answer: (id: number, r: FakeResponse) => take(id).resolve(r),
+    fail: (id: number, err: unknown) => take(id).reject(err),
+  };
+}
+
+test('parallel: batches are sent in order, the window stays full and is never exceeded, answers come in any order', async () => {
+  const h = held<number>();
+  const seen: ApplyBatchInfo[] = [];
+  let result: Awaited<ReturnType<typeof applyInBatches<number, FakeResponse>>> | undefined;
+  const run = applyInBatches(range(100), h.send, journals, { maxTxnSize: 10, parallel: 3, onBatch: (b) => seen.push(b) }).then((r) => (result = r));
+  // Answer the latest batch in flight each time (last in, first out), so answers are never in
+  // the order of sending; batch 10..90's revision is 1000 minus its first change, so the highest
+  // revision is the first batch's.
+  const answered: number[] = [];
+  for (let step = 0; step < 10; step++) {
+    await settle();
+    const inFlight = h.inFlight();
+    const unsent = 10 - h.started.length;
+    assert.equal(inFlight.length, Math.min(3, inFlight.length + unsent), `step ${step}: the window is kept full (${inFlight.join(', ')} in flight)`);
+    const id = inFlight[inFlight.length - 1]!;
+    answered.push(id);
+    h.ok(id, 1000n - BigInt(id));
+  }
+  await run;
+  assert.equal(h.max(), 3, 'never more than 3 in flight');
+  assert.deepEqual(h.started, range(10).map((i) => i * 10), 'sent in order');
+  assert.notDeepEqual(answered, h.started, 'answered out of order');
+  assert.deepEqual(seen.map((b) => b.index * 10), answered, 'onBatch as each batch answers');
+  assert.deepEqual(seen.map((b) => b.done), range(10).map((i) => i + 1));
+  assert.deepEqual(seen.map((b) => b.applied), range(10).map((i) => (i + 1) * 10));
+  assert.deepEqual(seen.map((b) => b.revision), answered.map((id) => 1000n - BigInt(id)), "each batch's own revision");
+  assert.ok(result);
+  assert.equal(result.applied, 100);
+  assert.equal(result.batches, 10);
+  assert.equal(result.revision, 1000n, 'the highest revision of the run');
+  assert.equal(result.response.header?.etcd?.revision, 910n, "the response is the last batch's");
+});
+
+test('parallel: a failure stops the sending; the batches in flight are awaited, and the error names exactly what was applied', async () => {
+  const h = held<number>();
+  const seen: number[] = [];
+  let settled = false;
+  const run = applyInBatches(range(100), h.send, journals, { maxTxnSize: 10, parallel: 4, onBatch: (b) => seen.push(b.index) });
+  void run.catch(() => undefined).finally(() => (settled = true));
+  await settle();
+  assert.deepEqual(h.inFlight(), [0, 10, 20, 30]);
+  // Batch 3 (index 2) is refused first; nothing is sent after that.
+  h.answer(20, { status: Status.ETCD_TRANSACTION_FAILED });
+  await settle();
+  assert.deepEqual(h.started, [0, 10, 20, 30], 'no batch is sent after a failure');
+  h.ok(30, 50n);
+  await settle();
+  assert.equal(settled, false, 'the run waits for the batches still in flight');
+  // Batch 2 (index 1) then fails too, with a transport error: it is the lowest failure.
+  const cause = new TransportError('applying journal specs: UNAVAILABLE: connection dropped', GrpcStatus.UNAVAILABLE);
+  h.fail(10, cause);
+  await settle();
+  assert.equal(settled, false);
+  h.ok(0, 40n);
+  await assert.rejects(run, (e: unknown) => {
+    assert.ok(e instanceof ApplyError);
+    assert.equal(e.batchIndex, 1, 'the lowest failed batch');
+    assert.equal(e.reason, 'other');
+    assert.equal(e.cause, cause);
+    assert.deepEqual(e.appliedBatches, [0, 3]);
+    assert.deepEqual(e.failedBatches, [1, 2]);
+    assert.equal(e.appliedInOrder, false);
+    assert.equal(e.applied, 20);
+    assert.equal(e.batches, 10);
+    assert.equal(e.batchSize, 10);
+    assert.equal(e.message, `applying journal specs: batch 2 of 10 failed (20 of 100 changes already applied): ${cause.message}`);
+    return true;
+  });
+  assert.deepEqual(h.started, [0, 10, 20, 30]);
+  assert.deepEqual(seen, [3, 0]);
+});
+
+test('parallel: when only the batches before the failed one went through, the error reads as one at a time', async () => {
+  const h = held<number>();
+  const run = applyInBatches(range(60), h.send, journals, { maxTxnSize: 10, parallel: 3 });
+  void run.catch(() => undefined);
+  await settle();
+  h.ok(0, 1n);
+  await settle();
+  assert.deepEqual(h.inFlight(), [10, 20, 30]);
+  h.answer(20, { status: Status.ETCD_TRANSACTION_FAILED });
+  h.answer(30, { status: Status.NOT_ALLOWED });
+  h.ok(10, 2n);
+  await assert.rejects(run, (e: unknown) => {
+    assert.ok(e instanceof ApplyError);
+    assert.equal(e.batchIndex, 2);
+    assert.equal(e.reason, 'revision-mismatch');
+    assert.equal(e.status, Status.ETCD_TRANSACTION_FAILED);
+    assert.deepEqual(e.appliedBatches, [0, 1]);
+    assert.deepEqual(e.failedBatches, [2, 3]);
+    assert.equal(e.appliedInOrder, true);
+    assert.equal(e.applied, 20);
+    assert.equal(e.message, 'applying journal specs: batch 3 of 6 failed (20 of 60 changes already applied): ETCD_TRANSACTION_FAILED');
+    return true;
+  });
+  assert.deepEqual(h.started, [0, 10, 20, 30]);
+});
+
+test('parallel: an abort stops the sending, waits for the batches in flight, and is rethrown as is', async () => {
+  const h = held<number>();
+  const ac = new AbortController();
+  ac.abort();
+  let settled = false;
+  const run = applyInBatches(range(50), h.send, journals, { maxTxnSize: 10, parallel: 3 });
+  void run.catch(() => undefined).finally(() => (settled = true));
+  await settle();
+  h.fail(10, ac.signal.reason);
+  await settle();
+  assert.deepEqual(h.started, [0, 10, 20]);
+  h.answer(0, { status: Status.ETCD_TRANSACTION_FAILED });
+  await settle();
+  assert.equal(settled, false);
+  h.ok(20, 3n);
+  await assert.rejects(run, (e: unknown) => e === ac.signal.reason && !(e instanceof ApplyError));
+  assert.deepEqual(h.started, [0, 10, 20]);
+});
+
+test('parallel: two batches naming the same item are never in flight at once, and the order is kept', async () => {
+  // Batches of two: [a b] [c d] [a e] [f g] [h i] [b j]: the third waits for the first, the
+  // last for the third (which named a, not b) and for the first (b): the latest that names one
+  // of its items is enough.
+  const names = ['a', 'b', 'c', 'd', 'a', 'e', 'f', 'g', 'h', 'i', 'b', 'j'];
+  const changes = names.map((name, i) => ({ name, i }));
+  type Change = (typeof changes)[number];
+  const h = held<Change>((b) => b[0]!.i, (c) => c.name);
+  const service: ApplyService<FakeResponse, Change> = { ...journals, itemName: (c) => c.name };
+  const run = applyInBatches(changes, h.send, service, { maxTxnSize: 2, parallel: 4 });
+  await settle();
+  assert.deepEqual(h.inFlight(), [0, 2], 'the batch naming "a" again waits, and so do the ones after it');
+  h.ok(2, 1n);
+  await settle();
+  assert.deepEqual(h.inFlight(), [0]);
+  h.ok(0, 2n);
+  await settle();
+  assert.deepEqual(h.inFlight(), [4, 6, 8, 10]);
+  for (const id of [10, 8, 6, 4]) h.ok(id, 3n);
+  const res = await run;
+  assert.equal(res.applied, 12);
+  assert.equal(h.overlapped(), false);
+  assert.deepEqual(h.started, [0, 2, 4, 6, 8, 10]);
+
+  // Without itemName, the same changes go out four at a time.
+  const g = held<Change>((b) => b[0]!.i, (c) => c.name);
+  const again = applyInBatches(changes, g.send, journals, { maxTxnSize: 2, parallel: 4 });
+  await settle();
+  assert.deepEqual(g.inFlight(), [0, 2, 4, 6]);
+  assert.equal(g.overlapped(), true);
+  for (const id of [0, 2, 4, 6]) g.ok(id, 1n);
+  await settle();
+  for (const id of [8, 10]) g.ok(id, 1n);
+  await again;
+});
+
+test('parallel: JournalClient and ShardClient name their items, so duplicates within a run are never in flight at once', async () => {
+  let pending = 0;
+  let max = 0;
+  const stub = await startJournalStub({
+    apply: (_call, cb) => {
+      max = Math.max(max, ++pending);
+      setTimeout(() => {
+        pending--;
+        cb(null, ApplyResponse.fromPartial({ status: Status.OK, header: stubHeader({ revision: 5n }) }));
+      }, 5);
+    },
+  });
+  const client = new JournalClient({ address: stub.address }, { delay: fastDelay });
+  // The same journal in every batch: they go one at a time, whatever --parallel says.
+  const changes: ApplyRequest_Change[] = range(8).map((i) => ({ expect_mod_revision: -1n, upsert: undefined, delete: i % 2 ? `j/${i}` : 'j/same' }));
+  try {
+    const res = await client.apply(changes, { maxTxnSize: 2, parallel: 4 });
+    assert.equal(res.batches, 4);
+    assert.equal(max, 1);
+    assert.deepEqual(
+      stub.requests.map((r) => (r.request as ApplyRequest).changes.map((c) => c.delete)),
+      [['j/same', 'j/1'], ['j/same', 'j/3'], ['j/same', 'j/5'], ['j/same', 'j/7']],
+    );
+  } finally {
+    client.close();
+    await stub.stop();
+  }
+  const shards = await startShardStub({
+    apply: (_call, cb) => {
+      max = Math.max(max, ++pending);
+      setTimeout(() => {
+        pending--;
+        cb(null, ShardApplyResponse.fromPartial({ status: ConsumerStatus.OK, header: stubHeader({ revision: 7n }) }));
+      }, 5);
+    },
+  });
+  const sc = new ShardClient({ address: shards.address });
+  max = 0;
+  const shardChanges: ShardChange[] = range(6).map((i) => ({ expect_mod_revision: -1n, upsert: undefined, delete: i === 4 ? 's0' : `s${i}`, primary_hints: undefined }));
+  try {
+    // [s0 s1] [s2 s3] [s0 s5]: the third waits for the first.
+    const res = await sc.apply(shardChanges, { maxTxnSize: 2, parallel: 3 });
+    assert.equal(res.batches, 3);
+    assert.equal(max, 2);
+  } finally {
+    sc.close();
+    await shards.stop();
+  }
+});
+
+test('parallel must be a positive integer; nothing is sent otherwise', async () => {
+  for (const parallel of [0, -1, 1.5, Number.NaN]) {
+    const f = fake();
+    await assert.rejects(applyInBatches(range(5), f.send, journals, { maxTxnSize: 1, parallel }), (e: unknown) => e instanceof ValidationError && e.message === `parallel: must be a positive integer (got ${parallel})`);
+    assert.equal(f.sent.length, 0);
+  }
+});
+
+test('parallel with prepare: each batch is sent with its own prepared value, prepared once; the one after a full window while it is in flight', async () => {
+  const h = held<number>();
+  const prepared: number[] = [];
+  const got = new Map<number, string | undefined>();
+  const send = (batch: number[], p?: string) => {
+    got.set(batch[0]!, p);
+    return h.send(batch);
+  };
+  const run = applyInBatches(range(50), send, journals, { maxTxnSize: 10, parallel: 2 }, (b) => {
+    prepared.push(b[0]!);
+    return `p${b[0]}`;
+  });
+  await settle();
+  assert.deepEqual(h.inFlight(), [0, 10]);
+  assert.deepEqual(prepared, [0, 10, 20], 'the batch after the window is prepared while the window is in flight');
+  h.ok(10, 1n);
+  await settle();
+  assert.deepEqual(h.inFlight(), [0, 20]);
+  assert.deepEqual(prepared, [0, 10, 20, 30]);
+  for (const id of [0, 20]) h.ok(id, 2n);
+  await settle();
+  for (const id of [30, 40]) h.ok(id, 3n);
+  const res = await run;
+  assert.equal(res.applied, 50);
+  assert.deepEqual(prepared, [0, 10, 20, 30, 40]);
+  assert.deepEqual([...got].sort((a, b) => a[0] - b[0]), range(5).map((i) => [i * 10, `p${i * 10}`]));
 });

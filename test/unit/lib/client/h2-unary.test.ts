@@ -295,3 +295,62 @@ test('lean unary: responses a gRPC server should not send fail as grpc-js fails 
     await new Promise((r) => server.close(r));
   }
 });
+
+test('concurrent Apply batches (parallel 3): each call gets its own answer, on the lean session and on grpc-js', async () => {
+  for (const path of ['lean', 'grpc-js'] as const) {
+    // The stub holds each window of calls until it is full, then answers them last first, each
+    // with a revision that says which batch it answers (100 + its first journal's number).
+    type Held = { first: number; cb: (e: null, r: ApplyResponse) => void };
+    let held: Held[] = [];
+    let max = 0;
+    let answered = 0;
+    const BATCHES = 7;
+    const stub = await startJournalStub({
+      apply: (call, cb) => {
+        const first = Number(/\d+$/.exec(call.request.changes[0]!.delete)![0]);
+        held.push({ first, cb: cb as Held['cb'] });
+        max = Math.max(max, held.length);
+        if (held.length === Math.min(3, BATCHES - answered)) {
+          const window = held.reverse();
+          held = [];
+          for (const h of window) {
+            answered++;
+            h.cb(null, { status: Status.OK, header: stubHeader({ revision: 100n + BigInt(h.first) }) });
+          }
+        }
+      },
+    });
+    const client = new JournalClient({ address: stub.address });
+    try {
+      let lean = 0;
+      if (path === 'lean') {
+        await connected(client.pool);
+        const pick = client.pool.lean.bind(client.pool);
+        client.pool.lean = (endpoint?: string) => {
+          const l = pick(endpoint);
+          if (l) lean++;
+          return l;
+        };
+      } else client.pool.lean = () => undefined;
+      const changes = Array.from({ length: 2 * BATCHES }, (_, i) => ({ expect_mod_revision: -1n, upsert: undefined, delete: `a/j${i}` }));
+      const seen: [number, bigint][] = [];
+      const res = await client.apply(changes, { maxTxnSize: 2, parallel: 3, onBatch: (b) => seen.push([b.index, b.revision]) });
+      assert.equal(max, 3, `${path}: three calls in flight at once`);
+      assert.equal(lean, path === 'lean' ? BATCHES : 0, `${path}: the path the calls took`);
+      assert.equal(res.batches, BATCHES);
+      assert.equal(res.applied, 2 * BATCHES);
+      assert.equal(res.revision, 112n);
+      assert.equal(res.response.header?.etcd?.revision, 112n);
+      assert.equal(seen.length, BATCHES);
+      for (const [index, revision] of seen) assert.equal(revision, 100n + BigInt(2 * index), `${path}: batch ${index} got its own answer`);
+      assert.notDeepEqual(seen.map(([i]) => i), [0, 1, 2, 3, 4, 5, 6], `${path}: answers came out of order`);
+      assert.deepEqual(
+        stub.requests.map((r) => (r.request as { changes: { delete: string }[] }).changes.map((c) => c.delete)).sort(),
+        Array.from({ length: BATCHES }, (_, b) => [`a/j${2 * b}`, `a/j${2 * b + 1}`]).sort(),
+      );
+    } finally {
+      client.close();
+      await stub.stop();
+    }
+  }
+});
