@@ -5,7 +5,9 @@
 //   flag and applies nothing; with --max-txn-size 100 it succeeds;
 // * `journals list` shows all 1,000, and its `-o yaml` re-applied changes no spec;
 // * a stale revision refuses the whole apply, with one line naming the revision problem;
-// * --dry-run prints the plan and applies nothing.
+// * --dry-run prints the plan and applies nothing;
+// * with --parallel, a refused transaction in the middle of a run stops the sending: the one
+//   line names the transactions that were applied, and exactly their journals exist.
 
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
@@ -81,6 +83,47 @@ function editTerminals(yamlText: string, names: string[], field: string, value: 
   walk(doc);
   assert.equal(hits, names.length, `expected to find ${names.join(', ')} in\n${yamlText}`);
   return YAML.stringify(doc);
+}
+
+/** `root` with `n` children root + j0000.. (zero-padded, so batches of the run are runs of them). */
+function flatHierarchy(root: string, n: number): { yaml: string; names: string[] } {
+  const names = Array.from({ length: n }, (_, i) => `${root}j${String(i).padStart(4, '0')}`);
+  const l = [
+    `name: ${root}`,
+    'replication: 1',
+    'fragment:',
+    '  length: 1048576',
+    '  compression_codec: NONE',
+    '  stores:',
+    '  - file:///',
+    '  refresh_interval: 1m',
+    'children:',
+    ...names.map((x) => `- name: ${x}`),
+  ];
+  return { yaml: l.join('\n') + '\n', names };
+}
+
+/** "1-4, 6 and 8-10" → [0, 1, 2, 3, 5, 7, 8, 9] (0-based). */
+function parseRanges(text: string): number[] {
+  const out: number[] = [];
+  for (const part of text.split(/, | and /)) {
+    const [a, b] = part.split('-').map(Number) as [number, number | undefined];
+    for (let i = a; i <= (b ?? a); i++) out.push(i - 1);
+  }
+  return out;
+}
+
+/**
+ * The 0-based transactions a failure line says were applied: "Transaction K of N failed; the M
+ * changes of the transactions before it were applied" (those before K), or "Transaction(s) R of
+ * N was/were applied (M changes); …".
+ */
+function appliedTransactions(line: string): { applied: number[]; failed: number[]; notSent: number[]; ranged: boolean } {
+  let m = /Transaction (\d+) of (\d+) failed; the \d+ changes of the transactions before it were applied\./.exec(line);
+  if (m) return { applied: Array.from({ length: Number(m[1]) - 1 }, (_, i) => i), failed: [Number(m[1]) - 1], notSent: [], ranged: false };
+  m = /Transactions? ([\d, and-]+) of (\d+) (?:was|were) applied \(\d+ changes?\); ([\d, and-]+) failed(?:; ([\d, and-]+) (?:was|were) not sent)?\./.exec(line);
+  assert.ok(m, `the line should name the applied transactions: ${line}`);
+  return { applied: parseRanges(m[1]!), failed: parseRanges(m[3]!), notSent: m[4] ? parseRanges(m[4]) : [], ranged: true };
 }
 
 describe('journals apply (acceptance, 3 Go brokers)', { timeout: 300_000 }, () => {
@@ -178,6 +221,59 @@ describe('journals apply (acceptance, 3 Go brokers)', { timeout: 300_000 }, () =
       assert.equal(after.length, 1000);
       assert.deepEqual(specsByName(after), specsByName(before));
     });
+  });
+
+  describe('--parallel', () => {
+    test('1,000 journals with --max-txn-size 100 --parallel 4: all created, one summary line', async () => {
+      const { yaml, names } = flatHierarchy('par/ok/', 1000);
+      const path = join(dir, 'par-ok.yaml');
+      writeFileSync(path, yaml);
+      const args = ['journals', 'apply', '--specs', path, '--max-txn-size', '100', '--parallel', '4'];
+      const r = await gz(cluster, args, { timeoutMs: 120_000 });
+      assert.equal(r.code, 0, describeResult(args, r));
+      const line = oneStderrLine(args, r);
+      assert.match(line, /^applied 1000 journal changes in 10 transactions \(etcd revision \d+\)$/, line);
+      const listed = await listJson(cluster, 'name:prefix=par/ok/');
+      assert.deepEqual(listed.map((j) => j.spec.name).sort(), names);
+      // The summary's revision is the run's highest: that of the newest journal.
+      const newest = listed.map((j) => BigInt(j.mod_revision)).reduce((a, b) => (b > a ? b : a));
+      assert.match(line, new RegExp(`etcd revision ${newest}\\)$`), line);
+    });
+
+    for (const parallel of ['4', '1']) {
+      test(`a refused transaction in the middle (--parallel ${parallel}): exit 1, one line naming the applied transactions, exactly their journals exist`, async (t) => {
+        const root = `par/refused${parallel}/`;
+        const { yaml, names } = flatHierarchy(root, 1000);
+        // Another client creates a journal of the sixth transaction (changes 500-599) first.
+        const taken = names[550]!;
+        await gzOk(cluster, ['journals', 'apply'], { input: flatHierarchy(root, 0).yaml.replace('children:\n', `children:\n- name: ${taken}\n`) });
+        const path = join(dir, `par-refused${parallel}.yaml`);
+        writeFileSync(path, yaml);
+        const args = ['journals', 'apply', '--specs', path, '--max-txn-size', '100', '--parallel', parallel];
+        const r = await gz(cluster, args, { timeoutMs: 120_000 });
+        assert.equal(r.code, 1, describeResult(args, r));
+        const line = oneStderrLine(args, r);
+        t.diagnostic(line);
+        assert.match(line, /^gazctl: apply refused: /, line);
+        assert.match(line, new RegExp(`Conflicts: ${taken} already exists at revision \\d+\\.$`), line);
+        assert.equal(r.stdout.length, 0);
+        const said = appliedTransactions(line);
+        assert.equal(said.failed[0], 5, `transaction 6 is the one refused: ${line}`);
+        assert.deepEqual(said.applied.filter((b) => b < 5), [0, 1, 2, 3, 4], `every transaction before it was applied: ${line}`);
+        if (parallel === '1') {
+          assert.match(line, /Transaction 6 of 10 failed; the 500 changes of the transactions before it were applied\./, line);
+        } else {
+          // At most 4 in flight: nothing after the 9th transaction (the 6th plus the three that may
+          // have been in flight with it) was sent.
+          assert.ok(said.applied.every((b) => b <= 8), line);
+          // The ranges, when given, account for every transaction once.
+          if (said.ranged) assert.deepEqual([...said.applied, ...said.failed, ...said.notSent].sort((a, b) => a - b), Array.from({ length: 10 }, (_, i) => i), line);
+        }
+        const expected = [taken, ...said.applied.flatMap((b) => names.slice(b * 100, b * 100 + 100))].sort();
+        const listed = await listJson(cluster, `name:prefix=${root}`);
+        assert.deepEqual(listed.map((j) => j.spec.name).sort(), expected, `exactly the journals of the applied transactions exist: ${line}`);
+      });
+    }
   });
 
   test('a stale revision is refused with one line naming it, and nothing of that apply is applied', async () => {
