@@ -17,10 +17,12 @@
 //   list    `journals list` of BENCH_LIST_JOURNALS journals as a table and with -o yaml (the
 //           outputs of both tools are compared byte for byte)
 //   apply   `journals apply --max-txn-size BENCH_TXN_SIZE` of BENCH_APPLY_JOURNALS new journals
-//           from a spec file on stdin; before every run the journals are deleted (Go gazctl,
-//           untimed), so each run creates all of them; each run also shows how much of its
-//           wall time the broker spent handling the Apply calls (from its /debug/metrics), and
-//           the rest, which is the client's own share (start-up, decoding, waiting on the wire)
+//           from a spec file on stdin, ours twice (with its default --parallel, and with
+//           --parallel 1: one transaction at a time, as Go gazctl sends them) and Go's,
+//           interleaved; before every run the journals are deleted (Go gazctl, untimed), so
+//           each run creates all of them; each run also shows how long the broker spent
+//           handling the Apply calls, summed over the calls (from its /debug/metrics): for a
+//           run that sends one at a time, the part of its wall time no client can save
 //   direct  a direct read (route cache + --file-root) of a BENCH_SIZE_MB journal of persisted
 //           NONE and GZIP fragments, on a cluster of its own: see bench/direct.ts
 //   peak RSS of `journals read` and `journals append` comes with the read and append runs
@@ -457,32 +459,47 @@ async function benchApply(cluster: Cluster, env: NodeJS.ProcessEnv, cwd: string)
   const names = scaleNames('bench/apply/', APPLY_JOURNALS);
   const specs = join(cwd, 'apply-specs.yaml');
   writeFileSync(specs, specsYaml(names, app, 'bench/apply/'));
-  console.log(`\n== apply: ${APPLY_JOURNALS} new journals, --max-txn-size ${TXN_SIZE}, ${SCALE_RUNS} run(s) per tool, journals deleted before each run`);
+  console.log(
+    `\n== apply: ${APPLY_JOURNALS} new journals, --max-txn-size ${TXN_SIZE}, ${SCALE_RUNS} run(s) per variant (ours with the default --parallel, ours --parallel 1, Go), interleaved, journals deleted before each run`,
+  );
   const label = `apply ${APPLY_JOURNALS} /${TXN_SIZE}`;
   const rec = scaleRuns(label);
+  // Ours one transaction at a time (as upstream sends them), beside the same Go runs.
+  const seqLabel = `${label} --parallel 1`;
+  const seq = scaleRuns(seqLabel);
+  type Variant = { tool: Tool; name: string; extra: string[]; into: ThroughputRun[][] };
+  const variants: Variant[] = [
+    { tool: 'ours', name: LABEL.ours, extra: [], into: [rec.ours] },
+    { tool: 'ours', name: `${LABEL.ours} --parallel 1`, extra: ['--parallel', '1'], into: [seq.ours] },
+    { tool: 'go', name: LABEL.go, extra: [], into: [rec.go, seq.go] },
+  ];
   for (let r = 0; r < SCALE_RUNS; r++) {
-    for (const tool of order(r)) {
+    // A different variant goes first in each run, so none always gets the warmer cache.
+    const turn = [...variants.slice(r % variants.length), ...variants.slice(0, r % variants.length)];
+    for (const v of turn) {
       // Reset: delete what the previous run created (untimed).
       const before = await goCount(cluster, selector);
       if (before.count > 0) await goApplyFile(cluster, `delete: true\n${before.yaml}`);
-      const [cmd, args] = command(tool, ['journals', 'apply', '--max-txn-size', String(TXN_SIZE)]);
+      const [cmd, args] = command(v.tool, ['journals', 'apply', '--max-txn-size', String(TXN_SIZE), ...v.extra]);
       const server0 = await brokerApplySeconds(cluster);
       const res = await runTimed(cmd, args, { env, cwd, stdout: 'ignore', stdinFile: specs, timeoutMs: 600_000, statsFile: join(cwd, 'time.txt') });
       const server1 = await brokerApplySeconds(cluster);
       const server = server0 !== undefined && server1 !== undefined ? server1 - server0 : undefined;
       if (res.code !== 0) {
-        fail(describeFailure(`${label} ${LABEL[tool]} run ${r + 1}`, res));
+        fail(describeFailure(`${label} ${v.name} run ${r + 1}`, res));
         continue;
       }
       const after = await goCount(cluster, selector);
       if (after.count !== APPLY_JOURNALS) {
-        fail(`${label} ${LABEL[tool]} run ${r + 1}: ${after.count} journals exist afterwards, expected ${APPLY_JOURNALS}`);
+        fail(`${label} ${v.name} run ${r + 1}: ${after.count} journals exist afterwards, expected ${APPLY_JOURNALS}`);
         continue;
       }
       const run = throughputRun(res, undefined, undefined);
-      rec[tool].push(run);
-      const split = server === undefined ? '' : `; broker handling ${fmt(server, 3)} s, the rest ${fmt(res.wallMs / 1000 - server, 3)} s`;
-      console.log(`  ${label} ${LABEL[tool].padEnd(9)} run ${r + 1}: ${fmt(res.wallMs / 1000, 3)} s  (CPU ${fmt(run.cpuS, 2)} s, peak RSS ${fmt(run.maxRssMiB, 0)} MiB${split})`);
+      for (const xs of v.into) xs.push(run);
+      // With transactions in flight at once the broker's handling times overlap, so their sum
+      // may exceed the wall time.
+      const split = server === undefined ? '' : `; broker handling ${fmt(server, 3)} s summed over the calls`;
+      console.log(`  ${label} ${v.name.padEnd(23)} run ${r + 1}: ${fmt(res.wallMs / 1000, 3)} s  (CPU ${fmt(run.cpuS, 2)} s, peak RSS ${fmt(run.maxRssMiB, 0)} MiB${split})`);
     }
   }
   const left = await goCount(cluster, selector);
