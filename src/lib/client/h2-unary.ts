@@ -101,7 +101,12 @@ export class LeanSession {
   private failedAt = 0;
   private closed = false;
   private peer = '';
-  private active = 0;
+  /**
+   * Calls in flight on each session. A session keeps the process alive only while it carries
+   * calls; counted per session, because calls in flight on one that is going away (after a
+   * GOAWAY, say) may overlap the first calls on its successor.
+   */
+  private readonly active = new Map<ClientHttp2Session, number>();
   /** The socket being connected, until a session takes it. */
   private pending: Socket | undefined;
 
@@ -246,10 +251,17 @@ export class LeanSession {
       if (done) return;
       done = true;
       if (timer) clearTimeout(timer);
-      if (--this.active === 0) this.session?.unref();
+      const left = (this.active.get(s) ?? 1) - 1;
+      if (left > 0) this.active.set(s, left);
+      else {
+        this.active.delete(s);
+        if (!s.destroyed) s.unref();
+      }
       cb(err, res);
     };
-    if (this.active++ === 0) s.ref();
+    const calls = this.active.get(s) ?? 0;
+    if (calls === 0) s.ref();
+    this.active.set(s, calls + 1);
     try {
       stream = s.request(req, { endStream: false });
     } catch (err) {
