@@ -1,4 +1,4 @@
-// Splitting Apply changes into sequential transactions (the `maxTxnSize` of an apply).
+// Splitting Apply changes into consecutive transactions (the `maxTxnSize` of an apply).
 import { ValidationError } from '../protocol/errors.js';
 
 /** Etcd's default limit on operations per transaction (`--max-txn-ops`). */
