@@ -20,7 +20,7 @@ import * as http2 from 'node:http2';
 import { connect as netConnect } from 'node:net';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { ReplicateResponse } from '../../lib/protocol/gen/broker/protocol.js';
-import { decodeGrpcMessage } from '../../lib/protocol/grpc-frame.js';
+import { decodeGrpcMessage, MessageDeframer } from '../../lib/protocol/grpc-frame.js';
 import { putVarint, varintSize } from '../../lib/protocol/varint.js';
 
 const PATH = '/protocol.Journal/Replicate';
@@ -66,7 +66,7 @@ export interface ReplicateCallHandlers {
 
 /** One Replicate stream to a replica. */
 export class ReplicateCall {
-  private pending: Buffer | undefined;
+  private readonly deframer = new MessageDeframer();
   private ended = false;
   private status: { code: number; details: string } | undefined;
 
@@ -116,23 +116,21 @@ export class ReplicateCall {
   }
 
   private onData(chunk: Buffer): void {
-    let buf = this.pending ? Buffer.concat([this.pending, chunk]) : chunk;
-    this.pending = undefined;
-    while (buf.length >= 5) {
-      const len = buf.readUInt32BE(1);
-      if (buf.length < 5 + len) break;
-      if (buf[0] !== 0) return this.fail(new ReplicateCallError(GrpcStatus.INTERNAL, 'replica sent a compressed message'));
+    if (this.ended) return;
+    const problem = this.deframer.push(chunk, (m) => {
       let r: ReplicateResponse;
       try {
-        r = ReplicateResponse.decode(buf.subarray(5, 5 + len));
+        r = ReplicateResponse.decode(m);
       } catch (e) {
-        return this.fail(new ReplicateCallError(GrpcStatus.INTERNAL, `replica sent an undecodable ReplicateResponse: ${(e as Error).message}`));
+        this.fail(new ReplicateCallError(GrpcStatus.INTERNAL, `replica sent an undecodable ReplicateResponse: ${(e as Error).message}`));
+        return false;
       }
-      buf = buf.subarray(5 + len);
       this.handlers.onResponse(r);
-      if (this.ended) return;
-    }
-    if (buf.length > 0) this.pending = buf;
+      return !this.ended;
+    });
+    // The deframer has no size bound here (a replica's answers are a few fields each), so the
+    // only problem it can find is a compressed message.
+    if (problem) this.fail(new ReplicateCallError(GrpcStatus.INTERNAL, 'replica sent a compressed message'));
   }
 
   private fail(e: Error): void {

@@ -17,7 +17,7 @@
 import type { Http2Server, IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import { status as GrpcStatus, type Server as GrpcServer } from '@grpc/grpc-js';
 import { ReplicateResponse, type ReplicateRequest } from '../../lib/protocol/gen/broker/protocol.js';
-import { encodeGrpcMessage, frameMessage } from '../../lib/protocol/grpc-frame.js';
+import { encodeGrpcMessage, frameMessage, MessageDeframer } from '../../lib/protocol/grpc-frame.js';
 import { decodeReplicateRequest } from './codec.js';
 
 export const REPLICATE_PATH = '/protocol.Journal/Replicate';
@@ -31,10 +31,7 @@ export class RawReplicateCall {
   private waiter: ((r: IteratorResult<ReplicateRequest>) => void) | undefined;
   private inputDone = false;
   private paused = false;
-  private readonly head = Buffer.alloc(5);
-  private headHave = 0;
-  private msg: Buffer | undefined;
-  private msgHave = 0;
+  private readonly deframer: MessageDeframer;
   private headersSent = false;
   private finished = false;
   private trailers: Record<string, string> | undefined;
@@ -43,6 +40,7 @@ export class RawReplicateCall {
     private readonly stream: ServerHttp2Stream,
     private readonly maxMessageBytes: number,
   ) {
+    this.deframer = new MessageDeframer(maxMessageBytes);
     stream.on('data', (chunk: Buffer) => this.onData(chunk));
     stream.on('end', () => this.endInput());
     stream.on('error', () => this.endInput());
@@ -63,44 +61,13 @@ export class RawReplicateCall {
   }
 
   private onData(chunk: Buffer): void {
-    let pos = 0;
-    while (pos < chunk.length && !this.inputDone) {
-      if (this.msg === undefined) {
-        // The 5-byte prefix: compressed flag and length.
-        if (this.headHave === 0 && chunk.length - pos >= 5) {
-          chunk.copy(this.head, 0, pos, pos + 5);
-          this.headHave = 5;
-          pos += 5;
-        } else {
-          const n = Math.min(5 - this.headHave, chunk.length - pos);
-          chunk.copy(this.head, this.headHave, pos, pos + n);
-          this.headHave += n;
-          pos += n;
-          if (this.headHave < 5) return;
-        }
-        this.headHave = 0;
-        if (this.head[0] !== 0) return this.fail(GrpcStatus.INTERNAL, 'replicate: a compressed message without a message encoding');
-        const len = this.head.readUInt32BE(1);
-        if (len > this.maxMessageBytes) return this.fail(GrpcStatus.RESOURCE_EXHAUSTED, `Received message larger than max (${len} vs. ${this.maxMessageBytes})`);
-        if (chunk.length - pos >= len) {
-          // The whole message is in this chunk: decode a view of it.
-          this.deliver(chunk.subarray(pos, pos + len));
-          pos += len;
-          continue;
-        }
-        this.msg = Buffer.allocUnsafe(len);
-        this.msgHave = 0;
-      }
-      const n = Math.min(this.msg.length - this.msgHave, chunk.length - pos);
-      chunk.copy(this.msg, this.msgHave, pos, pos + n);
-      this.msgHave += n;
-      pos += n;
-      if (this.msgHave === this.msg.length) {
-        const m = this.msg;
-        this.msg = undefined;
-        this.deliver(m);
-      }
-    }
+    if (this.inputDone) return;
+    const problem = this.deframer.push(chunk, (m) => {
+      this.deliver(m);
+      return !this.inputDone;
+    });
+    if (problem?.kind === 'compressed') this.fail(GrpcStatus.INTERNAL, 'replicate: a compressed message without a message encoding');
+    else if (problem) this.fail(GrpcStatus.RESOURCE_EXHAUSTED, `Received message larger than max (${problem.length} vs. ${this.maxMessageBytes})`);
   }
 
   private deliver(bytes: Buffer): void {
