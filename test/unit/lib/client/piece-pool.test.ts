@@ -65,6 +65,23 @@ test('a pool hands out views of its buffers, takes back only its own, each once,
   assert.notEqual(d.buffer, a.buffer);
 });
 
+test('a buffer that carries several pieces (retain) goes back after the last of them is released', () => {
+  const pool = new PiecePool();
+  const buf = pool.get();
+  const first = buf.subarray(0, 1000);
+  const second = buf.subarray(1000, 5000);
+  pool.retain(second); // two pieces of one buffer: the get() counts the first
+  pool.release(first);
+  assert.equal(pool.freeCount, 0, 'one piece is still in use');
+  pool.release(second);
+  assert.equal(pool.freeCount, 1);
+  pool.release(second); // released already: ignored
+  pool.retain(second); // free: not counted
+  assert.equal(pool.freeCount, 1);
+  assert.equal(pool.get().buffer, buf.buffer, 'handed out again');
+  pool.retain(Buffer.allocUnsafeSlow(PIECE_SIZE)); // not ours: nothing to count
+});
+
 test('a run whose consumer releases each chunk after copying it reads every byte, in reused buffers', async () => {
   const { root, data, items } = journalFiles(4);
   try {

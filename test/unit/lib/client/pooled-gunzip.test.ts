@@ -1,0 +1,178 @@
+// The gunzip stream that inflates into pooled pieces relies on fields of Node's zlib streams
+// (pooled-gunzip.ts). These tests fail when a Node upgrade changes them: the pooled path must be
+// taken, its output must be byte for byte what zlib.gunzipSync gives over many shapes of gzip
+// objects, a corrupt object must fail where a plain gunzip stream fails (after the same bytes,
+// with the same error), and every pooled buffer must come back once its pieces are released.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createGunzip, gzipSync, gunzipSync } from 'node:zlib';
+import { createPooledGunzip, pooledGunzipWorks } from '../../../../src/lib/client/pooled-gunzip.js';
+import { PIECE_SIZE, pieces } from '../../../../src/lib/client/piece-pool.js';
+import { bytes } from './helpers.js';
+
+interface Outcome {
+  chunks: Buffer[];
+  error?: Error;
+}
+
+/** Feeds `stored` in one go (as the direct reads do) and collects what comes out, in order. */
+function inflate(stream: NodeJS.ReadWriteStream, stored: Buffer): Promise<Outcome> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    stream.on('data', (c: Buffer) => chunks.push(c));
+    stream.on('error', (error: Error) => resolve({ chunks, error }));
+    stream.on('end', () => resolve({ chunks }));
+    stream.end(stored);
+  });
+}
+
+/** Text-like content that compresses well, as journal content does. */
+function lines(n: number, seed: number): Buffer {
+  const out = Buffer.allocUnsafe(n);
+  let at = 0;
+  for (let i = 0; at < n; i++) at += out.write(`${String(i + seed).padStart(8, '0')} the quick brown fox jumps over the lazy dog ${(i * seed) % 97}\n`, at);
+  return out;
+}
+
+const SHAPES: [string, Buffer][] = [
+  ['empty content', gzipSync(Buffer.alloc(0))],
+  ['one byte', gzipSync(Buffer.from('x'))],
+  ['a few bytes under a piece', gzipSync(bytes(PIECE_SIZE - 3, 1))],
+  ['exactly one piece', gzipSync(bytes(PIECE_SIZE, 2))],
+  ['exactly three pieces', gzipSync(lines(3 * PIECE_SIZE, 3).subarray(0, 3 * PIECE_SIZE))],
+  ['one byte over a piece', gzipSync(bytes(PIECE_SIZE + 1, 4))],
+  ['7.5 MiB of lines, highly compressible', gzipSync(lines(7.5 * PIECE_SIZE, 5))],
+  ['incompressible bytes, stored blocks', gzipSync(Buffer.from(Array.from({ length: 300_000 }, (_, i) => (i * 2654435761) >>> 24)), { level: 0 })],
+  ['two members', Buffer.concat([gzipSync(bytes(PIECE_SIZE + 300_000, 6)), gzipSync(bytes(200_000, 7))])],
+  ['three members, one of them empty', Buffer.concat([gzipSync(lines(900_000, 8)), gzipSync(Buffer.alloc(0)), gzipSync(lines(2 * PIECE_SIZE + 5, 9))])],
+  ['members that end exactly on piece boundaries', Buffer.concat([gzipSync(bytes(PIECE_SIZE, 10)), gzipSync(bytes(PIECE_SIZE, 11))])],
+  ['many small members', Buffer.concat(Array.from({ length: 40 }, (_, i) => gzipSync(lines(50_000 + i, i))))],
+];
+
+test('the pooled path is taken on this Node, and its pieces are pooled buffers', async () => {
+  const { gunzip, pooled } = createPooledGunzip();
+  assert.equal(pooled, true, "this Node's zlib streams no longer have the fields pooled-gunzip.ts relies on");
+  const content = lines(3 * PIECE_SIZE + 1000, 1);
+  const got = await inflate(gunzip, gzipSync(content));
+  assert.equal(got.error, undefined);
+  assert.ok(Buffer.concat(got.chunks).equals(content));
+  assert.ok(
+    got.chunks.every((c) => pieces.owns(c)),
+    'every piece lies in a pooled buffer',
+  );
+  assert.deepEqual(
+    got.chunks.map((c) => c.length),
+    [PIECE_SIZE, PIECE_SIZE, PIECE_SIZE, 1000],
+  );
+  assert.equal(new Set(got.chunks.map((c) => c.buffer)).size, 4, 'one buffer per piece');
+  assert.ok(pooledGunzipWorks(), 'the check at the first output passed');
+  for (const c of got.chunks) pieces.release(c);
+});
+
+for (const [name, stored] of SHAPES) {
+  test(`pooled inflate is byte for byte gunzipSync: ${name}`, async () => {
+    const want = gunzipSync(stored);
+    const { gunzip, pooled } = createPooledGunzip();
+    assert.ok(pooled);
+    const got = await inflate(gunzip, stored);
+    assert.equal(got.error, undefined);
+    assert.ok(Buffer.concat(got.chunks).equals(want), `${want.length} bytes`);
+    assert.ok(got.chunks.every((c) => c.length > 0 && c.length <= PIECE_SIZE));
+    // The same pieces as a plain gunzip stream of the same chunk size cuts.
+    const plain = await inflate(createGunzip({ chunkSize: PIECE_SIZE }), stored);
+    assert.deepEqual(
+      got.chunks.map((c) => c.length),
+      plain.chunks.map((c) => c.length),
+    );
+    for (const c of got.chunks) pieces.release(c);
+  });
+}
+
+test('pieces released while later ones inflate never carry later content; every buffer comes back', async () => {
+  const content = lines(12 * PIECE_SIZE, 12);
+  const stored = gzipSync(content);
+  for (let round = 0; round < 3; round++) {
+    const { gunzip } = createPooledGunzip();
+    const copies: Buffer[] = [];
+    const held: Buffer[] = [];
+    await new Promise<void>((resolve, reject) => {
+      gunzip.on('data', (c: Buffer) => {
+        // Every other piece is copied and released at once (its buffer may be reused for the
+        // next piece); the rest are held to the end, and must stay intact meanwhile.
+        if (copies.length % 2 === 0) {
+          copies.push(Buffer.from(c));
+          pieces.release(c);
+        } else {
+          copies.push(c);
+          held.push(c);
+        }
+      });
+      gunzip.on('error', reject);
+      gunzip.on('end', resolve);
+      gunzip.end(stored);
+    });
+    assert.ok(Buffer.concat(copies).equals(content), `round ${round}`);
+    for (const c of held) pieces.release(c);
+    assert.ok(pieces.freeCount >= 2, 'released buffers are free again');
+  }
+});
+
+/** Corrupt versions of a two-member object of a few pieces. */
+function corrupt(): [string, Buffer][] {
+  const a = gzipSync(lines(2 * PIECE_SIZE + 12_345, 21));
+  const b = gzipSync(lines(PIECE_SIZE + 7, 22));
+  const good = Buffer.concat([a, b]);
+  const flip = (at: number) => {
+    const c = Buffer.from(good);
+    c[at] = c[at]! ^ 0xff;
+    return c;
+  };
+  return [
+    ['not gzip at all', Buffer.from('not gzip at all')],
+    ['truncated inside the first member', good.subarray(0, Math.floor(a.length / 2))],
+    ['truncated inside the second member', good.subarray(0, a.length + Math.floor(b.length / 2))],
+    ['a bad checksum at the end of the first member', flip(a.length - 6)],
+    ['a bad length at the end of the second member', flip(good.length - 2)],
+    ['a corrupt byte inside the deflate data', flip(Math.floor(a.length / 3))],
+    ['garbage after the last member', Buffer.concat([good, Buffer.from('garbage!')])],
+  ];
+}
+
+for (const [name, stored] of corrupt()) {
+  test(`a corrupt object fails where a plain gunzip stream fails: ${name}`, async () => {
+    const plain = await inflate(createGunzip({ chunkSize: PIECE_SIZE }), stored);
+    const { gunzip, pooled } = createPooledGunzip();
+    assert.ok(pooled);
+    const got = await inflate(gunzip, stored);
+    assert.ok(Buffer.concat(got.chunks).equals(Buffer.concat(plain.chunks)), 'the same bytes before the failure');
+    assert.equal(got.error?.message, plain.error?.message);
+    assert.equal((got.error as NodeJS.ErrnoException | undefined)?.code, (plain.error as NodeJS.ErrnoException | undefined)?.code);
+    for (const c of got.chunks) pieces.release(c);
+  });
+}
+
+test('a stream destroyed while inflating keeps the buffer zlib may still be writing', async () => {
+  const stored = gzipSync(lines(16 * PIECE_SIZE, 31));
+  const { gunzip } = createPooledGunzip();
+  const seen: Buffer[] = [];
+  await new Promise<void>((resolve) => {
+    gunzip.once('close', () => resolve());
+    gunzip.on('data', (c: Buffer) => {
+      seen.push(c);
+      if (seen.length === 2) gunzip.destroy();
+    });
+    gunzip.end(stored);
+  });
+  // The pieces seen are intact. Once they are released, the buffers behind them may go back,
+  // except the one zlib was writing into when the stream was destroyed (its write may still be
+  // under way on the thread pool): the next buffers handed out are never that one.
+  const want = gunzipSync(stored);
+  assert.ok(Buffer.concat(seen).equals(want.subarray(0, seen[0]!.length + seen[1]!.length)));
+  const current = (gunzip as unknown as { _outBuffer: Buffer })._outBuffer;
+  assert.ok(pieces.owns(current));
+  for (const c of seen) pieces.release(c);
+  const taken = Array.from({ length: 20 }, () => pieces.get());
+  assert.ok(!taken.some((b) => b.buffer === current.buffer), 'the buffer under way stays out of the pool');
+  assert.ok(taken.some((b) => b.buffer === seen[0]!.buffer), 'a buffer zlib had moved on from is free again');
+  for (const b of taken) pieces.release(b);
+});
