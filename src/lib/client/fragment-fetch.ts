@@ -155,7 +155,7 @@ export function decodeFragmentStream(raw: Readable, codec: CompressionCodec, tra
 /**
  * Bytes asked for by each read of an uncompressed file: one pooled buffer. (Measured before the
  * pool: fresh 4 MiB buffers were mapped anew each time and read the page cache two to three times
- * slower than fresh 1 MiB ones.)
+ * slower than fresh 1 MiB ones; pooled buffers are mapped once.)
  */
 export const READ_CHUNK = PIECE_SIZE;
 /** Largest content (and stored object) of a GZIP fragment inflated in one go. */
@@ -210,7 +210,7 @@ class StreamSource implements FragmentSource {
 /**
  * A local file open for positioned reads, through the callback API of node:fs rather than a
  * fs/promises FileHandle: each FileHandle read costs the main thread more (measured: 512 reads of
- * 1 MiB from the page cache took some 60-100 ms more CPU time than fs.read's). As with a
+ * 1 MiB from the page cache took some 30-90 ms more CPU time than fs.read's). As with a
  * FileHandle, closing waits for a read in flight to settle, so that its descriptor is never
  * closed (and reused) under it; reads after close fail with EBADF.
  */
@@ -341,7 +341,7 @@ class WholeGzipSource implements FragmentSource {
     }
     if (this.state !== 'loading') return; // closed meanwhile
     this.state = 'inflating';
-    // Into pooled pieces where this Node allows it (pooled-gunzip.ts), CHUNK-sized either way.
+    // Into pooled pieces where this Node allows it (pooled-gunzip.ts), PIECE_SIZE either way.
     const g = createPooledGunzip().gunzip;
     this.gunzip = g;
     g.on('data', (c: Buffer) => {

@@ -9,7 +9,7 @@
 //     reach `budgetBytes` (counting every fragment's queue). The head itself is never held back by
 //     the others' bytes (else nobody could make room), only by its own queue reaching the budget.
 // So buffered content stays under about twice the budget plus one piece per open fragment (a
-// piece, what a fragment's pull source hands out in one step, is typically 1 MiB or less). A
+// piece, what a fragment's pull source hands out in one step, is typically 2 MiB or less). A
 // GZIP object inflated in one go also holds its whole content (at most the budget, and 16 MiB)
 // until it is handed out. A fragment ahead of the head waits for room before each step, so it
 // does not even start inflating while the budget is full.

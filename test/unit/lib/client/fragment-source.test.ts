@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { AddressInfo } from 'node:net';
 import { CompressionCodec } from '../../../../src/lib/protocol/gen/broker/protocol.js';
-import { CHUNK } from '../../../../src/lib/codecs/index.js';
+import { PIECE_SIZE } from '../../../../src/lib/client/piece-pool.js';
 import { openFragmentSource, READ_CHUNK, type FragmentSource } from '../../../../src/lib/client/fragment-fetch.js';
 import { readFragmentRun, type RunItem } from '../../../../src/lib/client/parallel-fetch.js';
 import { bytes, fragment } from './helpers.js';
@@ -87,9 +87,9 @@ test(
 );
 
 test(
-  'a small GZIP file is inflated in one go into CHUNK pieces, multi-member included; a bigger one is streamed',
+  'a small GZIP file is inflated in one go into PIECE_SIZE pieces, multi-member included; a bigger one is streamed',
   withRoot(async (root) => {
-    const a = bytes(CHUNK + 300_000, 5);
+    const a = bytes(PIECE_SIZE + 300_000, 5);
     const b = bytes(200_000, 6);
     writeFileSync(join(root, 'a', 'j', 'f.gz'), Buffer.concat([gzipSync(a), gzipSync(b)]));
     const total = a.length + b.length;
@@ -98,7 +98,7 @@ test(
     );
     assert.deepEqual(
       whole.map((p) => p.length),
-      [CHUNK, total - CHUNK],
+      [PIECE_SIZE, total - PIECE_SIZE],
     );
     assert.ok(Buffer.concat(whole).equals(Buffer.concat([a, b])));
     // Content beyond the caller's limit for a one-call inflate goes through a gunzip stream.
