@@ -24,6 +24,9 @@ const TEAMS = 5;
 const SERVICES = 10;
 const LEAVES = 5; // 4 * 5 * 10 * 5 = 1,000 journals
 
+/** The fragment spec of the hierarchies' roots, as YAML lines. */
+const FRAGMENT_SPEC = ['fragment:', '  length: 1048576', '  compression_codec: NONE', '  stores:', '  - file:///', '  refresh_interval: 1m'];
+
 /** acc/r<R>/t<T>/s<S>/j<J>, with labels on every directory level and on the j0 leaves. */
 function bigHierarchy(root: string): { yaml: string; names: string[] } {
   const names: string[] = [];
@@ -33,12 +36,7 @@ function bigHierarchy(root: string): { yaml: string; names: string[] } {
     'labels:',
     '- name: app',
     '  value: acceptance',
-    'fragment:',
-    '  length: 1048576',
-    '  compression_codec: NONE',
-    '  stores:',
-    '  - file:///',
-    '  refresh_interval: 1m',
+    ...FRAGMENT_SPEC,
     'children:',
   ];
   for (let r = 0; r < REGIONS; r++) {
@@ -91,12 +89,7 @@ function flatHierarchy(root: string, n: number): { yaml: string; names: string[]
   const l = [
     `name: ${root}`,
     'replication: 1',
-    'fragment:',
-    '  length: 1048576',
-    '  compression_codec: NONE',
-    '  stores:',
-    '  - file:///',
-    '  refresh_interval: 1m',
+    ...FRAGMENT_SPEC,
     'children:',
     ...names.map((x) => `- name: ${x}`),
   ];
