@@ -256,10 +256,10 @@ describe('journals apply (acceptance, 3 Go brokers)', { timeout: 300_000 }, () =
         if (parallel === '1') {
           assert.match(line, /Transaction 6 of 10 failed; the 500 changes of the transactions before it were applied\./, line);
         } else {
-          // At most 4 in flight: nothing after the 9th transaction (the 6th plus the three that may
-          // have been in flight with it) was sent.
-          assert.ok(said.applied.every((b) => b <= 8), line);
-          // The ranges, when given, account for every transaction once.
+          // No later transaction is bounded by the window: while the 6th is in flight, each of the
+          // others that answers lets the next one go, so any of them may have been applied before
+          // the refusal came back. What the line must do is say exactly which (checked against the
+          // listing below), and account for every transaction once.
           if (said.ranged) assert.deepEqual([...said.applied, ...said.failed, ...said.notSent].sort((a, b) => a - b), Array.from({ length: 10 }, (_, i) => i), line);
         }
         const expected = [taken, ...said.applied.flatMap((b) => names.slice(b * 100, b * 100 + 100))].sort();
