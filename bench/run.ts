@@ -73,6 +73,7 @@ import {
   table,
   timeSpawn,
   writeLinesFile,
+  type RunOptions,
   type RunResult,
 } from './util.js';
 import { benchDirect } from './direct.js';
@@ -290,15 +291,11 @@ async function benchAppend(baseEnv: NodeJS.ProcessEnv, cwd: string, file: string
         const env = { ...baseEnv, BROKER_ADDRESS: cluster.brokerAddress };
         const brokerPid = cluster.brokers[0]?.pid;
         const [cmd, args] = command(tool, ['journals', 'append', '-l', `name=${journal}`, '--framing', 'lines', '-i', file]);
-        await settle(brokerPid);
-        const b0 = procCpuSeconds(brokerPid);
-        const res = await runTimed(cmd, args, { env, cwd, stdout: 'ignore', timeoutMs: RUN_TIMEOUT_MS, statsFile: join(cwd, 'time.txt') });
-        const b1 = procCpuSeconds(brokerPid);
+        const { res, run } = await timedThroughput(cmd, args, { env, cwd, stdout: 'ignore' }, brokerPid);
         if (res.code !== 0) {
           fail(describeFailure(`append ${LABEL[tool]} run ${r + 1}`, res) + brokerLogExcerpt(cluster, journal));
           continue;
         }
-        const run = throughputRun(res, b0, b1);
         run.brokerAborts = brokerAppendAborts(cluster, journal);
         printRun('append', tool, r, run);
         // The figures count only if every byte landed, in order.
@@ -308,6 +305,23 @@ async function benchAppend(baseEnv: NodeJS.ProcessEnv, cwd: string, file: string
       }
     }
   }
+}
+
+/**
+ * One timed run of a read or append: the machine settles first (see settle), and the broker's
+ * CPU time over the run comes with the figures.
+ */
+async function timedThroughput(
+  cmd: string,
+  args: string[],
+  o: Pick<RunOptions, 'env' | 'cwd' | 'stdout'>,
+  brokerPid: number | undefined,
+): Promise<{ res: RunResult; run: ThroughputRun }> {
+  await settle(brokerPid);
+  const b0 = procCpuSeconds(brokerPid);
+  const res = await runTimed(cmd, args, { ...o, timeoutMs: RUN_TIMEOUT_MS, statsFile: join(o.cwd, 'time.txt') });
+  const b1 = procCpuSeconds(brokerPid);
+  return { res, run: throughputRun(res, b0, b1) };
 }
 
 function throughputRun(res: RunResult, b0: number | undefined, b1: number | undefined): ThroughputRun {
@@ -347,10 +361,7 @@ async function benchRead(cluster: Cluster, env: NodeJS.ProcessEnv, cwd: string, 
     for (const tool of order(r)) {
       const offsetsOut = join(cwd, `offsets-${tool}-${r}.json`);
       const [cmd, args] = command(tool, ['journals', 'read', '-l', `name=${journal}`, '--offsets-out', offsetsOut]);
-      await settle(brokerPid);
-      const b0 = procCpuSeconds(brokerPid);
-      const res = await runTimed(cmd, args, { env, cwd, stdout: 'devnull', timeoutMs: RUN_TIMEOUT_MS, statsFile: join(cwd, 'time.txt') });
-      const b1 = procCpuSeconds(brokerPid);
+      const { res, run } = await timedThroughput(cmd, args, { env, cwd, stdout: 'devnull' }, brokerPid);
       if (res.code !== 0) {
         fail(describeFailure(`read ${LABEL[tool]} run ${r + 1}`, res) + brokerLogExcerpt(cluster, journal));
         continue;
@@ -366,7 +377,6 @@ async function benchRead(cluster: Cluster, env: NodeJS.ProcessEnv, cwd: string, 
         fail(`read ${LABEL[tool]} run ${r + 1}: --offsets-out says offset ${reached}, expected ${SIZE}`);
         continue;
       }
-      const run = throughputRun(res, b0, b1);
       results.read[tool].push(run);
       printRun('read', tool, r, run);
     }
