@@ -569,14 +569,18 @@ test('parallel: two batches naming the same item are never in flight at once, an
 test('parallel: JournalClient and ShardClient name their items, so duplicates within a run are never in flight at once', async () => {
   let pending = 0;
   let max = 0;
-  const stub = await startJournalStub({
-    apply: (_call, cb) => {
+  /** An Apply handler that answers `response` after 5 ms, counting the calls in flight at once. */
+  const slowly =
+    <R>(response: R) =>
+    (_call: unknown, cb: (err: null, res: R) => void) => {
       max = Math.max(max, ++pending);
       setTimeout(() => {
         pending--;
-        cb(null, ApplyResponse.fromPartial({ status: Status.OK, header: stubHeader({ revision: 5n }) }));
+        cb(null, response);
       }, 5);
-    },
+    };
+  const stub = await startJournalStub({
+    apply: slowly(ApplyResponse.fromPartial({ status: Status.OK, header: stubHeader({ revision: 5n }) })),
   });
   const client = new JournalClient({ address: stub.address }, { delay: fastDelay });
   // The same journal in every batch: they go one at a time, whatever --parallel says.
@@ -594,13 +598,7 @@ test('parallel: JournalClient and ShardClient name their items, so duplicates wi
     await stub.stop();
   }
   const shards = await startShardStub({
-    apply: (_call, cb) => {
-      max = Math.max(max, ++pending);
-      setTimeout(() => {
-        pending--;
-        cb(null, ShardApplyResponse.fromPartial({ status: ConsumerStatus.OK, header: stubHeader({ revision: 7n }) }));
-      }, 5);
-    },
+    apply: slowly(ShardApplyResponse.fromPartial({ status: ConsumerStatus.OK, header: stubHeader({ revision: 7n }) })),
   });
   const sc = new ShardClient({ address: shards.address });
   max = 0;
