@@ -12,7 +12,7 @@ import { FileStore, openFileURL } from '../stores/file.js';
 import { StoreError } from '../stores/store.js';
 import { RawGet } from './http-get.js';
 import { pieces, PIECE_SIZE } from './piece-pool.js';
-import { createPooledGunzip } from './pooled-gunzip.js';
+import { createObjectInflate, type ObjectInflate } from './gzip-object.js';
 
 /** A direct fragment read failed (HTTP status, I/O, corrupt or mis-sized content). */
 export class DirectReadError extends GazctlError {}
@@ -318,7 +318,7 @@ class WholeGzipSource implements FragmentSource {
   /** Inflated content not handed out yet. */
   private readonly out: Buffer[] = [];
   private failure: unknown;
-  private gunzip: zlib.Gunzip | undefined;
+  private gunzip: ObjectInflate | undefined;
   private waiter: (() => void) | undefined;
   constructor(
     private readonly load: () => Promise<Buffer>,
@@ -341,8 +341,9 @@ class WholeGzipSource implements FragmentSource {
     }
     if (this.state !== 'loading') return; // closed meanwhile
     this.state = 'inflating';
-    // Into pooled pieces where this Node allows it (pooled-gunzip.ts), PIECE_SIZE either way.
-    const g = createPooledGunzip().gunzip;
+    // Into pooled pieces where this Node allows it (pooled-gunzip.ts), PIECE_SIZE either way, and
+    // checked with the native CRC-32 where it loads (gzip-object.ts).
+    const g = createObjectInflate();
     this.gunzip = g;
     g.on('data', (c: Buffer) => {
       this.out.push(c);

@@ -74,7 +74,17 @@ function fieldsAsExpected(g: zlib.Gunzip): boolean {
  * for each chunk when done with it (or never; the garbage collector then reclaims the buffer).
  */
 export function createPooledGunzip(): PooledGunzip {
-  const g = zlib.createGunzip({ chunkSize: PIECE_SIZE });
+  return createPooled(zlib.createGunzip({ chunkSize: PIECE_SIZE }));
+}
+
+/** As createPooledGunzip, for a raw inflate stream (deflate data with no gzip framing). */
+export function createPooledInflateRaw(): { inflate: zlib.InflateRaw; pooled: boolean } {
+  const { gunzip, pooled } = createPooled(zlib.createInflateRaw({ chunkSize: PIECE_SIZE }) as unknown as zlib.Gunzip);
+  return { inflate: gunzip as unknown as zlib.InflateRaw, pooled };
+}
+
+/** Gives `g` (a fresh zlib inflate stream of PIECE_SIZE chunks) pooled output buffers. */
+function createPooled(g: zlib.Gunzip): PooledGunzip {
   if (internalsOk === false || !fieldsAsExpected(g)) {
     internalsOk = false;
     return { gunzip: g, pooled: false };
