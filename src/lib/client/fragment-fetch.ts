@@ -158,6 +158,8 @@ export function decodeFragmentStream(raw: Readable, codec: CompressionCodec, tra
  * slower than fresh 1 MiB ones; pooled buffers are mapped once.)
  */
 export const READ_CHUNK = PIECE_SIZE;
+/** Reads of a NONE fragment file in flight at once (see FileSource). */
+export const READS_IN_FLIGHT = 2;
 /** Largest content (and stored object) of a GZIP fragment inflated in one go. */
 export const WHOLE_MAX = 16 << 20;
 
@@ -273,16 +275,80 @@ class FileSource implements FragmentSource {
   readonly readAhead = 4 * READ_CHUNK;
   private closed = false;
   private probed = false;
+  /**
+   * Reads issued ahead of next(), in file order (at most READS_IN_FLIGHT). A copy out of the page
+   * cache runs on one pool thread at some 4-5 GB/s here; with two of a file's reads in flight, the
+   * two open fragments keep four pool threads copying (measured over the benchmark's 64 NONE
+   * fragment files, 2 MiB reads into reused buffers: 140 ms one read at a time, 96 ms two, 70 ms
+   * four).
+   */
+  private readonly inFlight: { buf: Buffer; n: number; done: Promise<number> }[] = [];
+  /** Where the next read issued ahead starts, and the expected bytes after it. */
+  private aheadPos: number;
+  private aheadLeft: number;
   constructor(
     private readonly file: LocalFile,
     private pos: number,
     private left: number,
     readonly skipped: bigint,
-  ) {}
+  ) {
+    this.aheadPos = pos;
+    this.aheadLeft = left;
+  }
+
+  /** Issues reads of the expected bytes until READS_IN_FLIGHT are in flight. */
+  private issue(): void {
+    while (this.inFlight.length < READS_IN_FLIGHT && this.aheadLeft > 0) {
+      const n = Math.min(READ_CHUNK, this.aheadLeft);
+      const buf = pieces.get(n);
+      const done = this.file.read(buf, 0, n, this.aheadPos);
+      done.catch(() => {}); // awaited by next(), or dropped (see drop)
+      this.inFlight.push({ buf, n, done });
+      this.aheadPos += n;
+      this.aheadLeft -= n;
+    }
+  }
+
+  /** Drops the reads in flight: each buffer goes back once its read has settled. */
+  private drop(): void {
+    for (const r of this.inFlight.splice(0)) {
+      const back = () => pieces.release(r.buf);
+      r.done.then(back, back);
+    }
+  }
+
   async next(): Promise<Buffer | null> {
     if (this.closed) return null;
-    // Past the expected length, one byte tells whether the file holds more than it should (a
-    // caller that goes on reading anyway gets the rest in full pieces).
+    this.issue();
+    const r = this.inFlight.shift();
+    if (r !== undefined) {
+      let bytesRead: number;
+      try {
+        bytesRead = await r.done;
+      } catch (e) {
+        pieces.release(r.buf);
+        this.drop();
+        throw e;
+      }
+      this.pos += bytesRead;
+      this.left = Math.max(0, this.left - bytesRead);
+      if (bytesRead < r.n) {
+        // The file is shorter than expected: what was read ahead of this read lies past its end;
+        // go on one read at a time from here, as without reads ahead.
+        this.drop();
+        this.aheadPos = this.pos;
+        this.aheadLeft = 0;
+        if (bytesRead === 0) {
+          pieces.release(r.buf);
+          return null;
+        }
+        return r.buf.subarray(0, bytesRead);
+      }
+      this.issue();
+      return r.buf;
+    }
+    // Past the expected length (or after a short read), one byte tells whether the file holds
+    // more than it should (a caller that goes on reading anyway gets the rest in full pieces).
     const n = this.left > 0 ? Math.min(READ_CHUNK, this.left) : this.probed ? READ_CHUNK : 1;
     if (this.left === 0) this.probed = true;
     const buf = pieces.get(n);
@@ -298,7 +364,8 @@ class FileSource implements FragmentSource {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    this.file.close(); // once a read in flight has settled
+    this.drop();
+    this.file.close(); // once the reads in flight have settled
   }
 }
 

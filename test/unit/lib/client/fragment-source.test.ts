@@ -11,7 +11,7 @@ import { gzipSync } from 'node:zlib';
 import type { AddressInfo } from 'node:net';
 import { CompressionCodec } from '../../../../src/lib/protocol/gen/broker/protocol.js';
 import { PIECE_SIZE } from '../../../../src/lib/client/piece-pool.js';
-import { openFragmentSource, READ_CHUNK, type FragmentSource } from '../../../../src/lib/client/fragment-fetch.js';
+import { openFragmentSource, READ_CHUNK, READS_IN_FLIGHT, type FragmentSource } from '../../../../src/lib/client/fragment-fetch.js';
 import { readFragmentRun, type RunItem } from '../../../../src/lib/client/parallel-fetch.js';
 import { bytes, fragment } from './helpers.js';
 
@@ -83,6 +83,45 @@ test(
       openFragmentSource({ url: 'file:///a/j/missing.raw', what: 'f' }, CompressionCodec.NONE, { fileRoot: root, length: 1n }),
       /reading fragment file:\/\/\/a\/j\/missing\.raw: ENOENT/,
     );
+  }),
+);
+
+test(
+  'an uncompressed file shorter than its fragment: every byte it holds, in order, then the end (reads in flight dropped)',
+  withRoot(async (root) => {
+    for (const size of [0, 1, READ_CHUNK - 1, READ_CHUNK, READ_CHUNK + 1, 3 * READ_CHUNK + 17]) {
+      const data = bytes(size, 8);
+      writeFileSync(join(root, 'a', 'j', 'short.raw'), data);
+      const src = await openFragmentSource({ url: 'file:///a/j/short.raw', what: 'f' }, CompressionCodec.NONE, {
+        fileRoot: root,
+        length: BigInt(size + 5 * READ_CHUNK),
+      });
+      const got = await drain(src);
+      assert.ok(Buffer.concat(got).equals(data), `${size} bytes`);
+      assert.ok(got.every((p) => p.length > 0 && p.length <= READ_CHUNK));
+    }
+  }),
+);
+
+test(
+  'closing an uncompressed file source with reads in flight gives their buffers back once they settle',
+  withRoot(async (root) => {
+    const data = bytes(6 * READ_CHUNK, 9);
+    writeFileSync(join(root, 'a', 'j', 'f6.raw'), data);
+    const { pieces } = await import('../../../../src/lib/client/piece-pool.js');
+    const src = await openFragmentSource({ url: 'file:///a/j/f6.raw', what: 'f' }, CompressionCodec.NONE, { fileRoot: root, length: BigInt(data.length) });
+    const first = await src.next();
+    assert.ok(first && first.equals(data.subarray(0, READ_CHUNK)));
+    // An empty pool (so that a buffer coming back is seen), then the close.
+    const held: Buffer[] = [];
+    while (pieces.freeCount > 0) held.push(pieces.get());
+    pieces.release(first);
+    assert.equal(pieces.freeCount, 1);
+    src.close(); // READS_IN_FLIGHT reads ahead are in flight
+    assert.equal(await src.next(), null);
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(pieces.freeCount, 1 + READS_IN_FLIGHT, 'the buffers of the reads in flight are free again');
+    for (const b of held) pieces.release(b);
   }),
 );
 
