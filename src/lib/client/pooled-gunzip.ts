@@ -51,8 +51,8 @@ export interface PooledGunzip {
   pooled: boolean;
 }
 
-/** The checks of a fresh stream's fields, before any write. */
-function fieldsAsExpected(g: zlib.Gunzip): boolean {
+/** The checks of a fresh stream's fields (made with chunks of `size` bytes), before any write. */
+function fieldsAsExpected(g: zlib.Gunzip, size: number): boolean {
   const z = g as unknown as ZlibFields;
   const d = Object.getOwnPropertyDescriptor(g, '_outBuffer');
   return (
@@ -61,9 +61,9 @@ function fieldsAsExpected(g: zlib.Gunzip): boolean {
     d.writable === true &&
     d.configurable === true &&
     Buffer.isBuffer(d.value) &&
-    d.value.length === PIECE_SIZE &&
+    d.value.length === size &&
     z._outOffset === 0 &&
-    z._chunkSize === PIECE_SIZE &&
+    z._chunkSize === size &&
     typeof g.push === 'function'
   );
 }
@@ -74,20 +74,66 @@ function fieldsAsExpected(g: zlib.Gunzip): boolean {
  * for each chunk when done with it (or never; the garbage collector then reclaims the buffer).
  */
 export function createPooledGunzip(): PooledGunzip {
-  return createPooled(zlib.createGunzip({ chunkSize: PIECE_SIZE }));
+  return createPooled((chunkSize) => zlib.createGunzip({ chunkSize }));
 }
 
 /** As createPooledGunzip, for a raw inflate stream (deflate data with no gzip framing). */
 export function createPooledInflateRaw(): { inflate: zlib.InflateRaw; pooled: boolean } {
-  const { gunzip, pooled } = createPooled(zlib.createInflateRaw({ chunkSize: PIECE_SIZE }) as unknown as zlib.Gunzip);
+  const { gunzip, pooled } = createPooled((chunkSize) => zlib.createInflateRaw({ chunkSize }) as unknown as zlib.Gunzip);
   return { inflate: gunzip as unknown as zlib.InflateRaw, pooled };
 }
 
-/** Gives `g` (a fresh zlib inflate stream of PIECE_SIZE chunks) pooled output buffers. */
-function createPooled(g: zlib.Gunzip): PooledGunzip {
-  if (internalsOk === false || !fieldsAsExpected(g)) {
+// Skipping zlib's own output buffers.
+//
+// Even with pooled output, a zlib stream still allocates a buffer of `_chunkSize` bytes each
+// time it moves to the next one (`Buffer.allocUnsafe(self._chunkSize)` in lib/zlib.js's
+// processCallback, assigned to `_outBuffer`, whose setter below drops it), and one when it is
+// made. Those 2 MiB buffers are never written, so they cost no page faults, but V8 counts each as
+// external memory: on the benchmark's GZIP half (256 of them) that set off some 25 young and up
+// to a dozen full collections of a 12 MiB heap, against 9 and 1 without them.
+//
+// The allocation reads `_chunkSize` right after `_outOffset` is set to 0, in these three lines:
+const ALLOCATION = '    handle.availOutBefore = self._chunkSize;\n    self._outOffset = 0;\n    self._outBuffer = Buffer.allocUnsafe(self._chunkSize);\n';
+// So where this Node's zlib module has exactly them (and sets `_outOffset = 0` nowhere else
+// after the constructor), `_outOffset` and `_chunkSize` become accessors: setting the offset to
+// 0 arms the next read of the chunk size to give 1, which is that allocation's size (a byte of
+// Node's shared pool), and every other read gives PIECE_SIZE. The module's source is checked
+// once (process.binding('natives'), some 0.3 ms); when it cannot be read or differs, or with
+// GAZCTL_ZLIB_SKIP_ALLOCATION=0, streams allocate as zlib does.
+let skipAllocation: boolean | undefined;
+
+/** Whether zlib's own output allocations are skipped on this Node (decided once). */
+export function zlibAllocationSkipped(): boolean {
+  if (skipAllocation === undefined) {
+    skipAllocation = false;
+    // process.binding warns under --pending-deprecation: leave it alone then.
+    const pending = process.execArgv.includes('--pending-deprecation') || /--pending-deprecation/.test(process.env.NODE_OPTIONS ?? '') || process.env.NODE_PENDING_DEPRECATION === '1';
+    if (process.env.GAZCTL_ZLIB_SKIP_ALLOCATION !== '0' && !pending) {
+      try {
+        const src = (process as unknown as { binding(name: string): Record<string, unknown> }).binding('natives').zlib;
+        skipAllocation = typeof src === 'string' && src.split(ALLOCATION).length === 2 && src.split('_outOffset = 0;').length === 3;
+      } catch {
+        // no sources to check: allocate as zlib does
+      }
+    }
+  }
+  return skipAllocation;
+}
+
+/**
+ * Gives a fresh zlib inflate stream (made by `make` with chunks of the size it is given) pooled
+ * output buffers of PIECE_SIZE bytes.
+ */
+function createPooled(make: (chunkSize: number) => zlib.Gunzip): PooledGunzip {
+  let skip = internalsOk !== false && zlibAllocationSkipped();
+  // Made with the smallest chunks when the chunk size is ours to give (see above).
+  const made = skip ? zlib.constants.Z_MIN_CHUNK : PIECE_SIZE;
+  const g = make(made);
+  if (internalsOk === false || !fieldsAsExpected(g, made)) {
     internalsOk = false;
-    return { gunzip: g, pooled: false };
+    if (made === PIECE_SIZE) return { gunzip: g, pooled: false };
+    g.destroy();
+    return { gunzip: make(PIECE_SIZE), pooled: false };
   }
   /** The buffer zlib writes into; the stream holds one reference to it. */
   let cur = pieces.get(PIECE_SIZE);
@@ -102,17 +148,47 @@ function createPooled(g: zlib.Gunzip): PooledGunzip {
     set: (fresh: Buffer) => {
       // zlib is done with `cur` (full, or past its last write) and wants a new buffer.
       const old = cur;
-      if (live && Buffer.isBuffer(fresh) && fresh.length === PIECE_SIZE) {
+      const mini = skip && Buffer.isBuffer(fresh) && fresh.length === 1;
+      if (live && Buffer.isBuffer(fresh) && (fresh.length === PIECE_SIZE || mini)) {
         cur = pieces.get(PIECE_SIZE);
         given.add(cur.buffer);
       } else {
-        live = false; // not what we know: zlib keeps its own buffers from now on
-        cur = fresh;
+        // Not what we know: zlib keeps its own buffers from now on (of PIECE_SIZE bytes).
+        live = false;
+        skip = false;
+        cur = Buffer.isBuffer(fresh) && fresh.length < PIECE_SIZE ? Buffer.allocUnsafe(PIECE_SIZE) : fresh;
       }
       pieces.release(old);
     },
   });
-  (g as unknown as ZlibFields)._outOffset = 0;
+  if (skip) {
+    let offset = 0;
+    let armed = false;
+    let chunkSize = PIECE_SIZE;
+    Object.defineProperty(g, '_outOffset', {
+      configurable: true,
+      enumerable: true,
+      get: () => offset,
+      set: (v: number) => {
+        offset = v;
+        if (v === 0 && skip) armed = true;
+      },
+    });
+    Object.defineProperty(g, '_chunkSize', {
+      configurable: true,
+      enumerable: true,
+      get: () => {
+        if (!armed) return chunkSize;
+        armed = false;
+        return 1;
+      },
+      set: (v: number) => {
+        chunkSize = v;
+      },
+    });
+  } else {
+    (g as unknown as ZlibFields)._outOffset = 0;
+  }
   // Counted when zlib pushes a slice (before it is emitted, or queued in the stream), so that a
   // buffer zlib moves on from right after never goes back while a slice of it waits.
   const push = g.push;

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createGunzip, gzipSync, gunzipSync } from 'node:zlib';
-import { createPooledGunzip, pooledGunzipWorks } from '../../../../src/lib/client/pooled-gunzip.js';
+import { createPooledGunzip, createPooledInflateRaw, pooledGunzipWorks, zlibAllocationSkipped } from '../../../../src/lib/client/pooled-gunzip.js';
 import { PIECE_SIZE, pieces } from '../../../../src/lib/client/piece-pool.js';
 import { bytes } from './helpers.js';
 
@@ -175,4 +175,63 @@ test('a stream destroyed while inflating keeps the buffer zlib may still be writ
   assert.ok(!taken.some((b) => b.buffer === current.buffer), 'the buffer under way stays out of the pool');
   assert.ok(taken.some((b) => b.buffer === seen[0]!.buffer), 'a buffer zlib had moved on from is free again');
   for (const b of taken) pieces.release(b);
+});
+
+/** Calls of Buffer.allocUnsafe for `size` bytes or more while `fn` runs. */
+async function bigAllocations(fn: () => Promise<unknown>, size = PIECE_SIZE): Promise<number> {
+  const real = Buffer.allocUnsafe;
+  let n = 0;
+  Buffer.allocUnsafe = ((len: number) => {
+    if (len >= size) n++;
+    return real(len);
+  }) as typeof Buffer.allocUnsafe;
+  try {
+    await fn();
+  } finally {
+    Buffer.allocUnsafe = real;
+  }
+  return n;
+}
+
+test("zlib's own output buffers are skipped on this Node: no fresh PIECE_SIZE buffer per piece", async () => {
+  assert.equal(zlibAllocationSkipped(), true, "this Node's lib/zlib.js no longer allocates its output as pooled-gunzip.ts expects");
+  const content = lines(6 * PIECE_SIZE + 99, 50);
+  const stored = gzipSync(content);
+  const cases: [string, () => NodeJS.ReadWriteStream, Buffer][] = [
+    ['gunzip', () => createPooledGunzip().gunzip, stored],
+    ['raw inflate', () => createPooledInflateRaw().inflate, stored.subarray(10, stored.length - 8)],
+  ];
+  for (const [name, make, input] of cases) {
+    let got: Outcome | undefined;
+    const n = await bigAllocations(async () => {
+      got = await inflate(make(), input);
+    });
+    assert.equal(n, 0, `${name}: no allocation of a chunk by zlib`);
+    assert.equal(got!.error, undefined);
+    assert.ok(Buffer.concat(got!.chunks).equals(content), name);
+    assert.ok(got!.chunks.every((c) => pieces.owns(c)));
+    for (const c of got!.chunks) pieces.release(c);
+  }
+});
+
+test('with GAZCTL_ZLIB_SKIP_ALLOCATION=0 zlib allocates its chunks as usual, and the output is the same', async () => {
+  const { execFileSync } = await import('node:child_process');
+  const mod = new URL('../../../../src/lib/client/pooled-gunzip.js', import.meta.url).href;
+  const script = `import(${JSON.stringify(mod)}).then(async (m) => {
+    const zlib = await import('node:zlib');
+    const content = Buffer.alloc(5 * 2097152 + 7, 'gazette ');
+    const real = Buffer.allocUnsafe;
+    let big = 0;
+    Buffer.allocUnsafe = (n) => { if (n >= 2097152) big++; return real(n); };
+    const { gunzip, pooled } = m.createPooledGunzip();
+    const out = [];
+    gunzip.on('data', (c) => out.push(Buffer.from(c)));
+    gunzip.on('end', () => console.log(JSON.stringify({ skipped: m.zlibAllocationSkipped(), pooled, big, same: Buffer.concat(out).equals(content) })));
+    gunzip.end(zlib.gzipSync(content));
+  });`;
+  const run = (flag: string) =>
+    JSON.parse(execFileSync(process.execPath, ['-e', script], { env: { ...process.env, GAZCTL_ZLIB_SKIP_ALLOCATION: flag }, encoding: 'utf8' })) as { skipped: boolean; pooled: boolean; big: number; same: boolean };
+  const off = run('0');
+  assert.deepEqual({ ...off, big: off.big > 0 }, { skipped: false, pooled: true, big: true, same: true });
+  assert.deepEqual(run('1'), { skipped: true, pooled: true, big: 0, same: true });
 });
