@@ -19,7 +19,7 @@ import { JournalClient } from '../src/lib/client/index.js';
 import { nanosToDuration } from '../src/lib/protocol/duration.js';
 import { CompressionCodec, JournalSpec } from '../src/lib/protocol/gen/broker/protocol.js';
 import { haveS3Server, pollUntil, startCluster, startS3, waitForJournalsAssigned, type Cluster } from '../src/testing/index.js';
-import { fmt, median, runTimed, table, writeLinesFile } from './util.js';
+import { fmt, median, procCpuSeconds, runTimed, table, writeLinesFile } from './util.js';
 
 export interface DirectBenchOptions {
   sizeMb: number;
@@ -117,7 +117,7 @@ async function benchDirectOn(
   });
   const store = s3 ? s3.storeUrl('direct/') : 'file:///';
   let client = new JournalClient({ address: cluster.brokerAddress });
-  const results: Record<'ours' | 'go', { mbps: number; wallS: number; cpuS?: number; rssMiB?: number }[]> = { ours: [], go: [] };
+  const results: Record<'ours' | 'go', { mbps: number; wallS: number; cpuS?: number; rssMiB?: number; serverCpuS?: number }[]> = { ours: [], go: [] };
   try {
     await client.apply([{ expect_mod_revision: 0n, upsert: spec(CompressionCodec.NONE, store), delete: '' }]);
     await waitForJournalsAssigned(cluster, [JOURNAL], 30_000);
@@ -190,7 +190,10 @@ async function benchDirectOn(
       for (const tool of r % 2 === 0 ? (['ours', 'go'] as const) : (['go', 'ours'] as const)) {
         const offsetsOut = join(o.work, `direct-offsets-${tool}-${r}.json`);
         const [cmd, a] = o.command(tool, args(offsetsOut));
+        // The test S3 server shares the machine's cores: its CPU time over the run is printed too.
+        const s0 = procCpuSeconds(s3?.process.pid);
         const res = await runTimed(cmd, a, { env, cwd: o.work, stdout: 'devnull', timeoutMs: o.timeoutMs, statsFile: join(o.work, 'direct-time.txt') });
+        const s1 = procCpuSeconds(s3?.process.pid);
         let reached: number | undefined;
         try {
           reached = Number((JSON.parse(readFileSync(offsetsOut, 'utf8')) as Record<string, number>)[JOURNAL]);
@@ -206,11 +209,13 @@ async function benchDirectOn(
           wallS: res.wallMs / 1000,
           cpuS: res.cpu ? res.cpu.user + res.cpu.sys : undefined,
           rssMiB: res.cpu ? res.cpu.maxRssKiB / 1024 : undefined,
+          serverCpuS: s0 !== undefined && s1 !== undefined ? s1 - s0 : undefined,
         };
         results[tool].push(run);
         console.log(
           `  direct ${LABEL[tool].padEnd(9)} run ${r + 1}: ${fmt(run.wallS, 2)} s  ${fmt(run.mbps)} MB/s` +
-            (run.cpuS !== undefined ? `  (client CPU ${fmt(run.cpuS, 2)} s, peak RSS ${fmt(run.rssMiB, 0)} MiB)` : ''),
+            (run.cpuS !== undefined ? `  (client CPU ${fmt(run.cpuS, 2)} s, peak RSS ${fmt(run.rssMiB, 0)} MiB)` : '') +
+            (run.serverCpuS !== undefined ? `  S3 server CPU ${fmt(run.serverCpuS, 2)} s` : ''),
         );
       }
     }
@@ -224,10 +229,11 @@ async function benchDirectOn(
   const ratio = median(o_) / median(g_);
   const cpu = (t: 'ours' | 'go') => median(results[t].map((r) => r.cpuS ?? NaN));
   const rss = (t: 'ours' | 'go') => median(results[t].map((r) => r.rssMiB ?? NaN));
+  const server = (t: 'ours' | 'go') => median(results[t].map((r) => r.serverCpuS ?? NaN));
   console.log(`\n== direct summary, ${kind}:// store (${noneMb + gzipMb} MiB, MB/s = 10^6 B/s, ratio = ours / Go)`);
   console.log(
     table([
-      ['', 'ours best', 'ours median', 'Go best', 'Go median', 'ratio best', 'ratio median', 'client CPU s ours/Go', 'peak RSS MiB ours/Go', 'target'],
+      ['', 'ours best', 'ours median', 'Go best', 'Go median', 'ratio best', 'ratio median', 'client CPU s ours/Go', 'peak RSS MiB ours/Go', ...(kind === 's3' ? ['S3 server CPU s ours/Go'] : []), 'target'],
       [
         'direct read MB/s',
         fmt(Math.max(...o_)),
@@ -238,6 +244,7 @@ async function benchDirectOn(
         fmt(ratio, 2),
         `${fmt(cpu('ours'), 2)} / ${fmt(cpu('go'), 2)}`,
         `${fmt(rss('ours'), 0)} / ${fmt(rss('go'), 0)}`,
+        ...(kind === 's3' ? [`${fmt(server('ours'), 2)} / ${fmt(server('go'), 2)}`] : []),
         Number.isFinite(ratio) ? (ratio >= 2 ? '>= 2.0 ok' : '>= 2.0 MISSED') : '-',
       ],
     ]),
