@@ -98,22 +98,26 @@ const ALLOCATION = '    handle.availOutBefore = self._chunkSize;\n    self._outO
 // after the constructor), `_outOffset` and `_chunkSize` become accessors: setting the offset to
 // 0 arms the next read of the chunk size to give 1, which is that allocation's size (a byte of
 // Node's shared pool), and every other read gives PIECE_SIZE. The module's source is checked
-// once (process.binding('natives'), some 0.3 ms); when it cannot be read or differs, or with
-// GAZCTL_ZLIB_SKIP_ALLOCATION=0, streams allocate as zlib does.
+// once (process.binding('natives'), some 0.3 ms, with deprecation warnings held back); when it
+// cannot be read or differs, or with GAZCTL_ZLIB_SKIP_ALLOCATION=0, streams allocate as zlib does.
 let skipAllocation: boolean | undefined;
 
 /** Whether zlib's own output allocations are skipped on this Node (decided once). */
 export function zlibAllocationSkipped(): boolean {
   if (skipAllocation === undefined) {
     skipAllocation = false;
-    // process.binding warns under --pending-deprecation: leave it alone then.
-    const pending = process.execArgv.includes('--pending-deprecation') || /--pending-deprecation/.test(process.env.NODE_OPTIONS ?? '') || process.env.NODE_PENDING_DEPRECATION === '1';
-    if (process.env.GAZCTL_ZLIB_SKIP_ALLOCATION !== '0' && !pending) {
+    if (process.env.GAZCTL_ZLIB_SKIP_ALLOCATION !== '0') {
+      // process.binding is deprecated (a warning under --pending-deprecation): no warning for
+      // this one look at a source.
+      const quiet = process.noDeprecation;
+      process.noDeprecation = true;
       try {
         const src = (process as unknown as { binding(name: string): Record<string, unknown> }).binding('natives').zlib;
         skipAllocation = typeof src === 'string' && src.split(ALLOCATION).length === 2 && src.split('_outOffset = 0;').length === 3;
       } catch {
         // no sources to check: allocate as zlib does
+      } finally {
+        process.noDeprecation = quiet;
       }
     }
   }
