@@ -278,9 +278,9 @@ class FileSource implements FragmentSource {
   /**
    * Reads issued ahead of next(), in file order (at most READS_IN_FLIGHT). A copy out of the page
    * cache runs on one pool thread at some 4-5 GB/s here; with two of a file's reads in flight, the
-   * two open fragments keep four pool threads copying (measured over the benchmark's 64 NONE
-   * fragment files, 2 MiB reads into reused buffers: 140 ms one read at a time, 96 ms two, 70 ms
-   * four).
+   * fragments open at once keep all four pool threads copying (measured over the benchmark's 64
+   * NONE fragment files, 2 MiB reads into reused buffers: 140 ms one read at a time, 96 ms two,
+   * 70 ms four).
    */
   private readonly inFlight: { buf: Buffer; n: number; done: Promise<number> }[] = [];
   /** Where the next read issued ahead starts, and the expected bytes after it. */
