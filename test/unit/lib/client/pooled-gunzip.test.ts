@@ -8,52 +8,15 @@ import assert from 'node:assert/strict';
 import { createGunzip, gzipSync, gunzipSync } from 'node:zlib';
 import { createPooledGunzip, createPooledInflateRaw, pooledGunzipWorks, zlibAllocationSkipped } from '../../../../src/lib/client/pooled-gunzip.js';
 import { PIECE_SIZE, pieces } from '../../../../src/lib/client/piece-pool.js';
-import { bytes } from './helpers.js';
+import { corruptGzip, gzipShapes, inflateAll, textLines, type Outcome } from './gzip-shapes.js';
 
-interface Outcome {
-  chunks: Buffer[];
-  error?: Error;
-}
-
-/** Feeds `stored` in one go (as the direct reads do) and collects what comes out, in order. */
-function inflate(stream: NodeJS.ReadWriteStream, stored: Buffer): Promise<Outcome> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    stream.on('data', (c: Buffer) => chunks.push(c));
-    stream.on('error', (error: Error) => resolve({ chunks, error }));
-    stream.on('end', () => resolve({ chunks }));
-    stream.end(stored);
-  });
-}
-
-/** Text-like content that compresses well, as journal content does. */
-function lines(n: number, seed: number): Buffer {
-  const out = Buffer.allocUnsafe(n);
-  let at = 0;
-  for (let i = 0; at < n; i++) at += out.write(`${String(i + seed).padStart(8, '0')} the quick brown fox jumps over the lazy dog ${(i * seed) % 97}\n`, at);
-  return out;
-}
-
-const SHAPES: [string, Buffer][] = [
-  ['empty content', gzipSync(Buffer.alloc(0))],
-  ['one byte', gzipSync(Buffer.from('x'))],
-  ['a few bytes under a piece', gzipSync(bytes(PIECE_SIZE - 3, 1))],
-  ['exactly one piece', gzipSync(bytes(PIECE_SIZE, 2))],
-  ['exactly three pieces', gzipSync(lines(3 * PIECE_SIZE, 3).subarray(0, 3 * PIECE_SIZE))],
-  ['one byte over a piece', gzipSync(bytes(PIECE_SIZE + 1, 4))],
-  ['7.5 MiB of lines, highly compressible', gzipSync(lines(7.5 * PIECE_SIZE, 5))],
-  ['incompressible bytes, stored blocks', gzipSync(Buffer.from(Array.from({ length: 300_000 }, (_, i) => (i * 2654435761) >>> 24)), { level: 0 })],
-  ['two members', Buffer.concat([gzipSync(bytes(PIECE_SIZE + 300_000, 6)), gzipSync(bytes(200_000, 7))])],
-  ['three members, one of them empty', Buffer.concat([gzipSync(lines(900_000, 8)), gzipSync(Buffer.alloc(0)), gzipSync(lines(2 * PIECE_SIZE + 5, 9))])],
-  ['members that end exactly on piece boundaries', Buffer.concat([gzipSync(bytes(PIECE_SIZE, 10)), gzipSync(bytes(PIECE_SIZE, 11))])],
-  ['many small members', Buffer.concat(Array.from({ length: 40 }, (_, i) => gzipSync(lines(50_000 + i, i))))],
-];
+const SHAPES = gzipShapes();
 
 test('the pooled path is taken on this Node, and its pieces are pooled buffers', async () => {
   const { gunzip, pooled } = createPooledGunzip();
   assert.equal(pooled, true, "this Node's zlib streams no longer have the fields pooled-gunzip.ts relies on");
-  const content = lines(3 * PIECE_SIZE + 1000, 1);
-  const got = await inflate(gunzip, gzipSync(content));
+  const content = textLines(3 * PIECE_SIZE + 1000, 1);
+  const got = await inflateAll(gunzip, gzipSync(content));
   assert.equal(got.error, undefined);
   assert.ok(Buffer.concat(got.chunks).equals(content));
   assert.ok(
@@ -74,12 +37,12 @@ for (const [name, stored] of SHAPES) {
     const want = gunzipSync(stored);
     const { gunzip, pooled } = createPooledGunzip();
     assert.ok(pooled);
-    const got = await inflate(gunzip, stored);
+    const got = await inflateAll(gunzip, stored);
     assert.equal(got.error, undefined);
     assert.ok(Buffer.concat(got.chunks).equals(want), `${want.length} bytes`);
     assert.ok(got.chunks.every((c) => c.length > 0 && c.length <= PIECE_SIZE));
     // The same pieces as a plain gunzip stream of the same chunk size cuts.
-    const plain = await inflate(createGunzip({ chunkSize: PIECE_SIZE }), stored);
+    const plain = await inflateAll(createGunzip({ chunkSize: PIECE_SIZE }), stored);
     assert.deepEqual(
       got.chunks.map((c) => c.length),
       plain.chunks.map((c) => c.length),
@@ -89,7 +52,7 @@ for (const [name, stored] of SHAPES) {
 }
 
 test('pieces released while later ones inflate never carry later content; every buffer comes back', async () => {
-  const content = lines(12 * PIECE_SIZE, 12);
+  const content = textLines(12 * PIECE_SIZE, 12);
   const stored = gzipSync(content);
   for (let round = 0; round < 3; round++) {
     const { gunzip } = createPooledGunzip();
@@ -117,33 +80,12 @@ test('pieces released while later ones inflate never carry later content; every 
   }
 });
 
-/** Corrupt versions of a two-member object of a few pieces. */
-function corrupt(): [string, Buffer][] {
-  const a = gzipSync(lines(2 * PIECE_SIZE + 12_345, 21));
-  const b = gzipSync(lines(PIECE_SIZE + 7, 22));
-  const good = Buffer.concat([a, b]);
-  const flip = (at: number) => {
-    const c = Buffer.from(good);
-    c[at] = c[at]! ^ 0xff;
-    return c;
-  };
-  return [
-    ['not gzip at all', Buffer.from('not gzip at all')],
-    ['truncated inside the first member', good.subarray(0, Math.floor(a.length / 2))],
-    ['truncated inside the second member', good.subarray(0, a.length + Math.floor(b.length / 2))],
-    ['a bad checksum at the end of the first member', flip(a.length - 6)],
-    ['a bad length at the end of the second member', flip(good.length - 2)],
-    ['a corrupt byte inside the deflate data', flip(Math.floor(a.length / 3))],
-    ['garbage after the last member', Buffer.concat([good, Buffer.from('garbage!')])],
-  ];
-}
-
-for (const [name, stored] of corrupt()) {
+for (const [name, stored] of corruptGzip().cases) {
   test(`a corrupt object fails where a plain gunzip stream fails: ${name}`, async () => {
-    const plain = await inflate(createGunzip({ chunkSize: PIECE_SIZE }), stored);
+    const plain = await inflateAll(createGunzip({ chunkSize: PIECE_SIZE }), stored);
     const { gunzip, pooled } = createPooledGunzip();
     assert.ok(pooled);
-    const got = await inflate(gunzip, stored);
+    const got = await inflateAll(gunzip, stored);
     assert.ok(Buffer.concat(got.chunks).equals(Buffer.concat(plain.chunks)), 'the same bytes before the failure');
     assert.equal(got.error?.message, plain.error?.message);
     assert.equal((got.error as NodeJS.ErrnoException | undefined)?.code, (plain.error as NodeJS.ErrnoException | undefined)?.code);
@@ -152,7 +94,7 @@ for (const [name, stored] of corrupt()) {
 }
 
 test('a stream destroyed while inflating keeps the buffer zlib may still be writing', async () => {
-  const stored = gzipSync(lines(16 * PIECE_SIZE, 31));
+  const stored = gzipSync(textLines(16 * PIECE_SIZE, 31));
   const { gunzip } = createPooledGunzip();
   const seen: Buffer[] = [];
   await new Promise<void>((resolve) => {
@@ -195,7 +137,7 @@ async function bigAllocations(fn: () => Promise<unknown>, size = PIECE_SIZE): Pr
 
 test("zlib's own output buffers are skipped on this Node: no fresh PIECE_SIZE buffer per piece", async () => {
   assert.equal(zlibAllocationSkipped(), true, "this Node's lib/zlib.js no longer allocates its output as pooled-gunzip.ts expects");
-  const content = lines(6 * PIECE_SIZE + 99, 50);
+  const content = textLines(6 * PIECE_SIZE + 99, 50);
   const stored = gzipSync(content);
   const cases: [string, () => NodeJS.ReadWriteStream, Buffer][] = [
     ['gunzip', () => createPooledGunzip().gunzip, stored],
@@ -204,7 +146,7 @@ test("zlib's own output buffers are skipped on this Node: no fresh PIECE_SIZE bu
   for (const [name, make, input] of cases) {
     let got: Outcome | undefined;
     const n = await bigAllocations(async () => {
-      got = await inflate(make(), input);
+      got = await inflateAll(make(), input);
     });
     assert.equal(n, 0, `${name}: no allocation of a chunk by zlib`);
     assert.equal(got!.error, undefined);
