@@ -24,7 +24,7 @@ export function fastCrc32(): Crc32 | undefined {
         const f = m.crc32;
         // The check value of the gzip CRC-32 ("123456789" gives 0xcbf43926), continued too.
         if (typeof f === 'function' && f(Buffer.from('123456789'), 0) === 0xcbf43926 && f(Buffer.from('6789'), f(Buffer.from('12345'), 0)) === 0xcbf43926) {
-          loaded = (data, crc) => f(data, crc);
+          loaded = f;
         }
       } catch {
         // no binary for this platform: zlib checks the content

@@ -385,7 +385,7 @@ class WholeGzipSource implements FragmentSource {
   /** Inflated content not handed out yet. */
   private readonly out: Buffer[] = [];
   private failure: unknown;
-  private gunzip: ObjectInflate | undefined;
+  private inflate: ObjectInflate | undefined;
   private waiter: (() => void) | undefined;
   constructor(
     private readonly load: () => Promise<Buffer>,
@@ -411,7 +411,7 @@ class WholeGzipSource implements FragmentSource {
     // Into pooled pieces where this Node allows it (pooled-gunzip.ts), PIECE_SIZE either way, and
     // checked with the native CRC-32 where it loads (gzip-object.ts).
     const g = createObjectInflate();
-    this.gunzip = g;
+    this.inflate = g;
     g.on('data', (c: Buffer) => {
       this.out.push(c);
       this.wake();
@@ -446,7 +446,7 @@ class WholeGzipSource implements FragmentSource {
     this.state = 'closed';
     if (was === 'new') this.release();
     // Stops an unfinished inflate; zlib holds on to its input until its pending work is done.
-    this.gunzip?.destroy();
+    this.inflate?.destroy();
     for (const b of this.out.splice(0)) pieces.release(b); // seen by nobody
     this.wake();
   }

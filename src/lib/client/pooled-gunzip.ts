@@ -1,4 +1,4 @@
-// A gunzip stream that inflates into pooled pieces (piece-pool.ts) rather than fresh buffers.
+// Gunzip and raw inflate streams that write into pooled pieces (piece-pool.ts), not fresh buffers.
 //
 // Node's zlib streams write their output into a buffer of their own, `_outBuffer`, at
 // `_outOffset`, with `_chunkSize` bytes of room; each time a write on the thread pool completes,
@@ -51,8 +51,11 @@ export interface PooledGunzip {
   pooled: boolean;
 }
 
+/** The zlib streams made pooled here. */
+type Inflate = zlib.Gunzip | zlib.InflateRaw;
+
 /** The checks of a fresh stream's fields (made with chunks of `size` bytes), before any write. */
-function fieldsAsExpected(g: zlib.Gunzip, size: number): boolean {
+function fieldsAsExpected(g: Inflate, size: number): boolean {
   const z = g as unknown as ZlibFields;
   const d = Object.getOwnPropertyDescriptor(g, '_outBuffer');
   return (
@@ -74,13 +77,14 @@ function fieldsAsExpected(g: zlib.Gunzip, size: number): boolean {
  * for each chunk when done with it (or never; the garbage collector then reclaims the buffer).
  */
 export function createPooledGunzip(): PooledGunzip {
-  return createPooled((chunkSize) => zlib.createGunzip({ chunkSize }));
+  const { stream, pooled } = createPooled((chunkSize) => zlib.createGunzip({ chunkSize }));
+  return { gunzip: stream, pooled };
 }
 
 /** As createPooledGunzip, for a raw inflate stream (deflate data with no gzip framing). */
 export function createPooledInflateRaw(): { inflate: zlib.InflateRaw; pooled: boolean } {
-  const { gunzip, pooled } = createPooled((chunkSize) => zlib.createInflateRaw({ chunkSize }) as unknown as zlib.Gunzip);
-  return { inflate: gunzip as unknown as zlib.InflateRaw, pooled };
+  const { stream, pooled } = createPooled((chunkSize) => zlib.createInflateRaw({ chunkSize }));
+  return { inflate: stream, pooled };
 }
 
 // Skipping zlib's own output buffers.
@@ -128,16 +132,16 @@ export function zlibAllocationSkipped(): boolean {
  * Gives a fresh zlib inflate stream (made by `make` with chunks of the size it is given) pooled
  * output buffers of PIECE_SIZE bytes.
  */
-function createPooled(make: (chunkSize: number) => zlib.Gunzip): PooledGunzip {
+function createPooled<T extends Inflate>(make: (chunkSize: number) => T): { stream: T; pooled: boolean } {
   let skip = internalsOk !== false && zlibAllocationSkipped();
   // Made with the smallest chunks when the chunk size is ours to give (see above).
   const made = skip ? zlib.constants.Z_MIN_CHUNK : PIECE_SIZE;
   const g = make(made);
   if (internalsOk === false || !fieldsAsExpected(g, made)) {
     internalsOk = false;
-    if (made === PIECE_SIZE) return { gunzip: g, pooled: false };
+    if (made === PIECE_SIZE) return { stream: g, pooled: false };
     g.destroy();
-    return { gunzip: make(PIECE_SIZE), pooled: false };
+    return { stream: make(PIECE_SIZE), pooled: false };
   }
   /** The buffer zlib writes into; the stream holds one reference to it. */
   let cur = pieces.get(PIECE_SIZE);
@@ -196,7 +200,7 @@ function createPooled(make: (chunkSize: number) => zlib.Gunzip): PooledGunzip {
   // Counted when zlib pushes a slice (before it is emitted, or queued in the stream), so that a
   // buffer zlib moves on from right after never goes back while a slice of it waits.
   const push = g.push;
-  g.push = function (this: zlib.Gunzip, chunk: unknown, encoding?: BufferEncoding): boolean {
+  g.push = function (this: T, chunk: unknown, encoding?: BufferEncoding): boolean {
     if (chunk instanceof Uint8Array && chunk.length > 0) {
       if (!checked) {
         checked = true;
@@ -212,5 +216,5 @@ function createPooled(make: (chunkSize: number) => zlib.Gunzip): PooledGunzip {
     if (given.has(cur.buffer)) pieces.release(cur);
     given.delete(cur.buffer);
   });
-  return { gunzip: g, pooled: true };
+  return { stream: g, pooled: true };
 }
