@@ -56,5 +56,8 @@ if [ ! -x "$BIN/versitygw" ] || [ "$(cat "$BIN/.versitygw-version" 2>/dev/null)"
   echo "$VERSITYGW_VERSION" > "$BIN/.versitygw-version"
 fi
 
-"$BIN/etcd" --version | head -1 >&2
+# The first line of etcd's version, without a pipe: under pipefail, `etcd --version | head -1`
+# fails the script (exit 141) whenever head has exited before etcd writes its later lines.
+etcd_version=$("$BIN/etcd" --version)
+echo "${etcd_version%%$'\n'*}" >&2
 echo "$BIN"
