@@ -9,7 +9,7 @@
 //           lines, each tool and run into its own journal on a cluster started for that run (and
 //           removed after it); every appended journal is read back (Go gazctl) and its byte
 //           count and sha256 compared with the input file
-//   cold    `journals list --help`: ours (`node bin/run.js`), Go gazctl, and `node -e 0` (floor),
+//   cold    `journals list --help`: ours (`bin/gazctl`), Go gazctl, and `node -e 0` (floor),
 //           all three spawned the same way with the same environment and working directory;
 //           measured twice: with the environment as given, and without NODE_EXTRA_CA_CERTS
 //           (when set, every Node process parses that CA bundle before running any JavaScript,
@@ -110,7 +110,8 @@ for (const o of ONLY) {
 }
 
 const REPO = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
-const OUR_BIN = join(REPO, 'bin', 'run.js');
+// The command npm installs as `gazctl`: the launcher, which runs bin/run.js on Node.
+const OUR_BIN = join(REPO, 'bin', 'gazctl');
 const GO_BIN = peerBinary('gazctl');
 /** Per throughput run: generous, so a slow client still finishes (and is reported as slow). */
 const RUN_TIMEOUT_MS = 120_000 + SIZE_MB * 300;
@@ -120,7 +121,7 @@ const TOOLS: Tool[] = ['ours', 'go'];
 const LABEL: Record<Tool, string> = { ours: 'ours (TS)', go: 'Go gazctl' };
 
 function command(tool: Tool, args: string[]): [string, string[]] {
-  return tool === 'ours' ? [process.execPath, [OUR_BIN, ...args]] : [GO_BIN, args];
+  return tool === 'ours' ? [OUR_BIN, args] : [GO_BIN, args];
 }
 
 /** Which tool goes first in run `r`: alternate, so neither always gets the warmer cache. */
@@ -580,7 +581,7 @@ function report(machine: string, elapsedS: number): void {
     const rowsC: string[][] = [[`cold start (${label}): journals list --help`, 'median s', 'p90 s', 'min s']];
     const line = (name: string, xs: number[]) => [name, fmt(median(xs) / 1000, 3), fmt(percentile(xs, 90) / 1000, 3), fmt(Math.min(...xs) / 1000, 3)];
     rowsC.push(line('node -e 0 (floor)', times.floor));
-    rowsC.push(line('ours (node bin/run.js)', times.ours));
+    rowsC.push(line('ours (bin/gazctl)', times.ours));
     rowsC.push(line('Go gazctl', times.go));
     console.log('');
     console.log(table(rowsC));
@@ -601,7 +602,7 @@ async function main(): Promise<void> {
   const machine =
     `machine: ${cpu.length} CPU(s) (nproc), ${cpu[0]?.model ?? 'unknown'}; node ${process.version}; ${process.platform} ${process.arch}; ` +
     `Go gazctl ${GO_BIN}; cpu/rss via ${haveGnuTime() ? '/usr/bin/time' : '(unavailable)'}`;
-  console.log(`gazctl benchmarks: ours (node ${OUR_BIN}) vs Go gazctl`);
+  console.log(`gazctl benchmarks: ours (${OUR_BIN}) vs Go gazctl`);
   console.log(machine);
 
   const work = mkdtempSync(join(tmpdir(), 'gazctl-bench-'));

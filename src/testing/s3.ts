@@ -11,6 +11,7 @@
 
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { accessSync, constants, rmSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -36,11 +37,18 @@ export interface StartS3Options {
   port?: number;
   /** How long to wait for the health endpoint. Default 20 s. */
   readyTimeoutMs?: number;
+  /**
+   * Serve https with this certificate and key (PEM files); `ca` is the PEM the harness trusts
+   * for its own requests. The certificate must name 127.0.0.1.
+   */
+  tls?: { certFile: string; keyFile: string; ca: string | Buffer };
 }
 
 export interface S3Server {
-  /** `http://127.0.0.1:<port>` */
+  /** `http://127.0.0.1:<port>` (https with `tls`) */
   readonly endpoint: string;
+  /** The CA the harness's own requests trust (with `tls`). */
+  readonly ca?: string | Buffer;
   readonly port: number;
   readonly bucket: string;
   readonly credentials: S3Credentials;
@@ -89,7 +97,8 @@ export async function startS3(opts: StartS3Options = {}): Promise<S3Server> {
   const dataDir = join(dir, 'root');
   await mkdir(dataDir, { recursive: true });
   const port = opts.port ?? (await freePort());
-  const endpoint = `http://127.0.0.1:${port}`;
+  const endpoint = `${opts.tls ? 'https' : 'http'}://127.0.0.1:${port}`;
+  const ca = opts.tls?.ca;
   const bucket = opts.bucket ?? 'gazette-test';
   const credentials: S3Credentials = {
     accessKeyId: opts.credentials?.accessKeyId ?? `test${randomBytes(6).toString('hex')}`,
@@ -110,6 +119,7 @@ export async function startS3(opts: StartS3Options = {}): Promise<S3Server> {
       `--port=127.0.0.1:${port}`,
       `--region=${credentials.region}`,
       `--health=${HEALTH_PATH}`,
+      ...(opts.tls ? [`--cert=${opts.tls.certFile}`, `--key=${opts.tls.keyFile}`] : []),
       '--quiet',
       'posix',
       dataDir,
@@ -132,7 +142,7 @@ export async function startS3(opts: StartS3Options = {}): Promise<S3Server> {
       async () => {
         if (!proc.running) throw new PollAbort('versitygw exited');
         try {
-          const res = await fetch(`${endpoint}${HEALTH_PATH}`, { signal: AbortSignal.timeout(2000) });
+          const res = await httpGet(`${endpoint}${HEALTH_PATH}`, ca);
           await res.arrayBuffer();
           return res.ok;
         } catch {
@@ -141,7 +151,7 @@ export async function startS3(opts: StartS3Options = {}): Promise<S3Server> {
       },
       { timeoutMs: opts.readyTimeoutMs ?? 20_000, intervalMs: 50, describe: () => proc.describe() },
     );
-    const res = await s3Request({ endpoint, credentials, method: 'PUT', path: `/${bucket}` });
+    const res = await s3Request({ endpoint, credentials, method: 'PUT', path: `/${bucket}`, ca });
     if (res.status !== 200) {
       throw new Error(`creating bucket ${bucket}: HTTP ${res.status}: ${await res.text()}\n${proc.describe()}`);
     }
@@ -155,7 +165,7 @@ export async function startS3(opts: StartS3Options = {}): Promise<S3Server> {
     if (prefix !== '' && !prefix.endsWith('/')) throw new Error(`store prefix ${JSON.stringify(prefix)} must end in '/'`);
     return `s3://${bucket}/${prefix}?endpoint=${encodeURIComponent(endpoint)}&region=${credentials.region}`;
   };
-  return { endpoint, port, bucket, credentials, dataDir, logFile, process: proc, storeUrl, stop };
+  return { endpoint, ca, port, bucket, credentials, dataDir, logFile, process: proc, storeUrl, stop };
 }
 
 // ---- SigV4 ----------------------------------------------------------------------------------
@@ -172,6 +182,8 @@ export interface S3RequestOptions {
   headers?: Record<string, string>;
   /** Signing time (default now). */
   date?: Date;
+  /** For an https endpoint: the only CA trusted (fetch cannot be given one). */
+  ca?: string | Buffer;
 }
 
 /** RFC 3986 encoding as SigV4 wants it: everything but unreserved characters. */
@@ -221,10 +233,36 @@ export async function s3Request(opts: S3RequestOptions): Promise<Response> {
   delete headers.host; // fetch sets it from the URL
 
   const target = `${url.origin}${canonicalPath}${query ? `?${query}` : ''}`;
+  if (opts.ca !== undefined) return httpsFetch(target, opts.method, headers, body, opts.ca);
   return fetch(target, {
     method: opts.method,
     headers,
     body: body.length > 0 ? body : undefined,
     signal: AbortSignal.timeout(10_000),
+  });
+}
+
+/** A GET of `url` (through fetch, or over https trusting only `ca` when given). */
+function httpGet(url: string, ca: string | Buffer | undefined): Promise<Response> {
+  if (ca !== undefined) return httpsFetch(url, 'GET', {}, new Uint8Array(), ca);
+  return fetch(url, { signal: AbortSignal.timeout(2000) });
+}
+
+/** One https request trusting only `ca`, answered as a fetch Response. */
+function httpsFetch(url: string, method: string, headers: Record<string, string>, body: Uint8Array, ca: string | Buffer): Promise<Response> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(url, { method, headers, ca, timeout: 10_000 }, (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (b: Buffer) => parts.push(b));
+      res.on('error', reject);
+      res.on('end', () => {
+        const h = new Headers();
+        for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) h.set(k, Array.isArray(v) ? v.join(', ') : v);
+        resolve(new Response(res.statusCode === 204 || res.statusCode === 304 ? null : Buffer.concat(parts), { status: res.statusCode ?? 0, headers: h }));
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error(`${method} ${url}: timed out`)));
+    req.on('error', reject);
+    req.end(body.length > 0 ? body : undefined);
   });
 }

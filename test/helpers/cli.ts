@@ -25,6 +25,9 @@ export const REPO_ROOT: string = (() => {
 
 export const GAZCTL_BIN = join(REPO_ROOT, 'bin', 'run.js');
 
+/** The launcher package managers install as `gazctl` (it runs bin/run.js). */
+export const GAZCTL_LAUNCHER = join(REPO_ROOT, 'bin', 'gazctl');
+
 let sandbox: string | undefined;
 
 /** A private temp dir (cwd and HOME of every gazctl run), removed when this process exits. */
@@ -59,6 +62,10 @@ export interface RunGazctlOptions {
   timeoutMs?: number;
   /** Working directory (default: the sandbox). */
   cwd?: string;
+  /** Variables removed from the environment (after `env`). */
+  unsetEnv?: string[];
+  /** Run the installed launcher, bin/gazctl (a shell script), instead of `node bin/run.js`. */
+  launcher?: boolean;
 }
 
 export interface GazctlResult {
@@ -83,13 +90,16 @@ export interface GazctlProcess {
 }
 
 /**
- * Start `node bin/run.js ...args` and return at once; see {@link runGazctl} for the environment.
+ * Start `node bin/run.js ...args` (or bin/gazctl with `launcher`) and return at once; see {@link runGazctl} for the environment.
  * The process is killed with SIGKILL after `timeoutMs` and when this process exits.
  */
 export function spawnGazctl(args: string[], opts: RunGazctlOptions = {}): GazctlProcess {
-  const child = spawn(process.execPath, [GAZCTL_BIN, ...args], {
+  const env = gazctlEnv(opts.env);
+  for (const k of opts.unsetEnv ?? []) delete env[k];
+  const [command, argv] = opts.launcher ? [GAZCTL_LAUNCHER, args] : [process.execPath, [GAZCTL_BIN, ...args]];
+  const child = spawn(command, argv, {
     cwd: opts.cwd ?? gazctlSandbox(),
-    env: gazctlEnv(opts.env),
+    env,
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   const out: Buffer[] = [];
