@@ -45,6 +45,11 @@ export class JournalWatch extends EventEmitter implements AsyncIterable<ListResp
         throw err;
       }
       this.update(snap);
+      // Let the caller act on the first snapshot (a read sends its first RPC) before the watch's
+      // call is made, which costs grpc-js some ms the first time. The watch resumes from the
+      // snapshot's header, so no change in between is missed.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (signal.aborted) return;
       try {
         for await (const next of source.watch(selector, { signal, retry: opts.retry, onRetry: opts.onRetry, resume: snap.header })) this.update(next);
       } catch (err) {
