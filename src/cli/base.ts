@@ -7,6 +7,7 @@ import { Status } from '../lib/protocol/gen/broker/protocol.js';
 import { findIniFile, loadIni } from '../lib/config/ini.js';
 import { JournalClient } from '../lib/client/journal-client.js';
 import { Logger, LOG_FORMATS, LOG_LEVELS } from './log.js';
+import { installFastIsIPv6 } from './fast-ipv6.js';
 import { EXIT, UsageError, exitCodeFor } from './exit.js';
 import {
   choiceOption,
@@ -23,6 +24,8 @@ import {
   type OptionSet,
   type OptionValues,
 } from './options.js';
+
+installFastIsIPv6();
 
 export { EXIT, UsageError };
 
