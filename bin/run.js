@@ -9,7 +9,10 @@ if (deferredCA !== undefined) {
   process.env.NODE_EXTRA_CA_CERTS = deferredCA;
   const { canDefer, deferExtraCACerts } = await import('../dist/src/cli/deferred-ca.js');
   if (canDefer()) deferExtraCACerts(deferredCA);
-  else restarted = await runAgain();
+  else {
+    await runAgain();
+    restarted = true;
+  }
 }
 
 /** Runs this command in a new Node (with the environment as it now is) and exits as it does. */
@@ -30,7 +33,6 @@ async function runAgain() {
     }
     process.exit(code ?? 1);
   });
-  return true;
 }
 
 // Fast path: the bundle that `npm run build` makes (scripts/bundle.mjs) starts in about half the

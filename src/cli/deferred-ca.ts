@@ -29,6 +29,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire, syncBuiltinESMExports } from 'node:module';
 import type * as Tls from 'node:tls';
+import { nodeLibSource } from '../lib/node-source.js';
 
 /** Where bin/gazctl puts NODE_EXTRA_CA_CERTS's value. */
 export const DEFERRED_ENV = 'GAZCTL_DEFERRED_CA_CERTS';
@@ -94,21 +95,6 @@ function destructured(src: string): string[][] {
   return out;
 }
 
-/** A module of Node's own JavaScript, from the binary (undefined when it cannot be read). */
-function nodeSource(id: string): string | undefined {
-  // process.binding is deprecated (a warning under --pending-deprecation): none for this look.
-  const quiet = process.noDeprecation;
-  process.noDeprecation = true;
-  try {
-    const src = (process as unknown as { binding(name: string): Record<string, unknown> }).binding('natives')[id];
-    return typeof src === 'string' ? src : undefined;
-  } catch {
-    return undefined;
-  } finally {
-    process.noDeprecation = quiet;
-  }
-}
-
 /**
  * Whether deferExtraCACerts() gives exactly Node's trust on this Node: its default roots are the
  * bundled ones (no --use-openssl-ca, no build defaulting to OpenSSL's store) and its
@@ -128,8 +114,8 @@ export function canDefer(env: NodeJS.ProcessEnv = process.env, execArgv: readonl
  * sources (undefined when those cannot be read or do not look as expected).
  */
 export function contextOptionsRead(): string[] | undefined {
-  const common = nodeSource('_tls_common');
-  const config = nodeSource('internal/tls/secure-context');
+  const common = nodeLibSource('_tls_common');
+  const config = nodeLibSource('internal/tls/secure-context');
   if (common === undefined || config === undefined) return undefined;
   const at = common.indexOf('function createSecureContext(');
   if (at < 0) return undefined;

@@ -28,6 +28,7 @@
 // are made plain from the start. test/unit/lib/client/pooled-gunzip.test.ts fails when a Node
 // upgrade changes what this relies on.
 import * as zlib from 'node:zlib';
+import { nodeLibSource } from '../node-source.js';
 import { pieces, PIECE_SIZE } from './piece-pool.js';
 
 /** The fields of a zlib stream this module relies on. */
@@ -111,18 +112,8 @@ export function zlibAllocationSkipped(): boolean {
   if (skipAllocation === undefined) {
     skipAllocation = false;
     if (process.env.GAZCTL_ZLIB_SKIP_ALLOCATION !== '0') {
-      // process.binding is deprecated (a warning under --pending-deprecation): no warning for
-      // this one look at a source.
-      const quiet = process.noDeprecation;
-      process.noDeprecation = true;
-      try {
-        const src = (process as unknown as { binding(name: string): Record<string, unknown> }).binding('natives').zlib;
-        skipAllocation = typeof src === 'string' && src.split(ALLOCATION).length === 2 && src.split('_outOffset = 0;').length === 3;
-      } catch {
-        // no sources to check: allocate as zlib does
-      } finally {
-        process.noDeprecation = quiet;
-      }
+      const src = nodeLibSource('zlib');
+      skipAllocation = src !== undefined && src.split(ALLOCATION).length === 2 && src.split('_outOffset = 0;').length === 3;
     }
   }
   return skipAllocation;
