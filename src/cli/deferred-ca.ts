@@ -31,9 +31,6 @@ import { createRequire, syncBuiltinESMExports } from 'node:module';
 import type * as Tls from 'node:tls';
 import { nodeLibSource } from '../lib/node-source.js';
 
-/** Where bin/gazctl puts NODE_EXTRA_CA_CERTS's value. */
-export const DEFERRED_ENV = 'GAZCTL_DEFERRED_CA_CERTS';
-
 /** Options whose values are keys, certificates or other material: contexts made with them are not shared. */
 const MATERIAL = [
   'cert',

@@ -47,8 +47,6 @@ export interface StartS3Options {
 export interface S3Server {
   /** `http://127.0.0.1:<port>` (https with `tls`) */
   readonly endpoint: string;
-  /** The CA the harness's own requests trust (with `tls`). */
-  readonly ca?: string | Buffer;
   readonly port: number;
   readonly bucket: string;
   readonly credentials: S3Credentials;
@@ -165,7 +163,7 @@ export async function startS3(opts: StartS3Options = {}): Promise<S3Server> {
     if (prefix !== '' && !prefix.endsWith('/')) throw new Error(`store prefix ${JSON.stringify(prefix)} must end in '/'`);
     return `s3://${bucket}/${prefix}?endpoint=${encodeURIComponent(endpoint)}&region=${credentials.region}`;
   };
-  return { endpoint, ca, port, bucket, credentials, dataDir, logFile, process: proc, storeUrl, stop };
+  return { endpoint, port, bucket, credentials, dataDir, logFile, process: proc, storeUrl, stop };
 }
 
 // ---- SigV4 ----------------------------------------------------------------------------------
