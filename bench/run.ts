@@ -13,7 +13,8 @@
 //           all three spawned the same way with the same environment and working directory;
 //           measured twice: with the environment as given, and without NODE_EXTRA_CA_CERTS
 //           (when set, every Node process parses that CA bundle before running any JavaScript,
-//           some 40 ms here, which inflates the floor and ours alike)
+//           some 40 ms here, which inflates the floor; bin/gazctl defers it to the first TLS
+//           context, see src/cli/deferred-ca.ts)
 //   list    `journals list` of BENCH_LIST_JOURNALS journals as a table and with -o yaml (the
 //           outputs of both tools are compared byte for byte)
 //   apply   `journals apply --max-txn-size BENCH_TXN_SIZE` of BENCH_APPLY_JOURNALS new journals
