@@ -163,7 +163,7 @@ describe('NODE_EXTRA_CA_CERTS, loaded at the first TLS context (bin/gazctl)', { 
 
   it('where the trust cannot be copied, bin/run.js runs Node again with the variable in place', async () => {
     // As the launcher hands it over, but on a Node that must load the file itself.
-    const args = ['journals', 'list', '--broker.address', `https://localhost:${grpcPort}`, '--timeout', '0'];
+    const args = listArgs();
     const r = await runGazctl(args, { env: { GAZCTL_DEFERRED_CA_CERTS: ca, NODE_OPTIONS: '--use-openssl-ca' }, unsetEnv: ['NODE_EXTRA_CA_CERTS'], launcher: false, timeoutMs: 30_000 });
     // --use-openssl-ca trusts OpenSSL's store plus the file: the broker is trusted, via the file.
     assert.equal(r.code, 0, describeResult(args, r));
