@@ -54,31 +54,9 @@ function bundleUsable() {
   return !tsc || tsc.mtimeMs <= built.mtimeMs;
 }
 
-/**
- * `journals read` with a file root reads fragment files on worker threads
- * (src/lib/client/read-workers.ts). A worker takes some 30-50 ms to boot, about as long as the
- * command takes to load and reach its first fragment, so they are started here, from the same
- * module file the command then loads (the bundle's copy, or the tsc output's), which hands them
- * over. A command line that only looks like one (a flag value that reads `read`) costs two idle
- * workers, nothing else.
- */
-function prestartReadWorkers(dir) {
-  const a = process.argv.slice(2);
-  const i = a.indexOf('journals');
-  if (i < 0 || a[i + 1] !== 'read' || process.env.GAZCTL_READ_WORKERS === '0') return;
-  if (!a.some((x) => x === '--file-root' || x.startsWith('--file-root='))) return;
-  try {
-    const m = createRequire(import.meta.url)(fileURLToPath(new URL('read-worker.cjs', dir)));
-    m.prestartReadWorkers();
-  } catch {
-    // the command starts them itself
-  }
-}
-
 if (restarted) {
   // The command runs in the new Node.
 } else if (bundleUsable()) {
-  prestartReadWorkers(bundleDir);
   const { load } = createRequire(import.meta.url)(fileURLToPath(new URL('load.cjs', bundleDir)));
   const { execute, settings } = load(fileURLToPath(new URL('oclif-core.cjs', bundleDir)));
   const root = fileURLToPath(new URL('..', import.meta.url)).replace(/[\\/]$/, '');
@@ -89,7 +67,6 @@ if (restarted) {
   settings.enableAutoTranspile = false;
   await execute({ loadOptions: { root, pjson } });
 } else {
-  prestartReadWorkers(new URL('../dist/src/lib/client/', import.meta.url));
   const { execute } = await import('@oclif/core');
   await execute({ dir: import.meta.url });
 }

@@ -16,7 +16,6 @@
 //                         stubs s3-sdk.cjs and prompts.cjs. Bundled with the commands, they made
 //                         every command compile and hold some 2.3 MB more code than it runs;
 //   load.cjs              loads those files with the V8 code cache (scripts/bundle-loader.cjs);
-//   read-worker.cjs       the worker thread of direct reads from file:// stores, as tsc made it;
 //   *.v8cache             the code caches, written by running a few commands (and, for the
 //                         lazily loaded files, a short script that loads and exercises them).
 //
@@ -212,9 +211,6 @@ writeFileSync(
     "module.exports = require('./load.cjs').load(require('node:path').join(__dirname, 'commands-impl.cjs'));\n",
 );
 copyFileSync(join(root, 'scripts', 'bundle-loader.cjs'), join(outdir, 'load.cjs'));
-// The worker thread of direct reads (src/lib/client/read-workers.ts starts `./read-worker.cjs`
-// relative to import.meta.url, here the bundle file): a standalone script of Node built-ins.
-copyFileSync(join(distSrc, 'lib', 'client', 'read-worker.cjs'), join(outdir, 'read-worker.cjs'));
 
 // One copy of each library: nothing but our code and its own dependencies in commands-impl.
 const coreInputs = new Set(Object.keys(core.metafile.inputs));

@@ -7,7 +7,6 @@ import { GazctlError } from '../../lib/protocol/errors.js';
 import { JournalSpec_Suspend_Level, type Fragment } from '../../lib/protocol/gen/broker/protocol.js';
 import type { JournalClient } from '../../lib/client/journal-client.js';
 import { openStore } from '../../lib/stores/index.js';
-import { startReadWorkers } from '../../lib/client/read-workers.js';
 
 const OPTIONS = options({
   selector: selector(true),
@@ -77,7 +76,7 @@ Offsets: --offsets loads a JSON object {"journal": offset} of where to start; --
           if (run.end <= offset || ac.signal.aborted) continue;
           const reader = client.read(
             { journal, offset: run.begin > offset ? run.begin : offset, end_offset: run.end, begin_mod_time: BigInt(flags.from) },
-            { signal: ac.signal, fileRoot: flags['file-root'], readWorkers: true, openStore: storeFor },
+            { signal: ac.signal, fileRoot: flags['file-root'], openStore: storeFor },
           );
           try {
             for await (const chunk of reader) {
@@ -144,8 +143,6 @@ Offsets: --offsets loads a JSON object {"journal": offset} of where to start; --
       process.stderr.isTTY && flags.output !== '-'
         ? setInterval(() => process.stderr.write(`\rread ${(bytesRead / 1048576).toFixed(1)} MiB`), 500)
         : undefined;
-    // Fragment files are read on worker threads: started now, they are up by the first fragment.
-    if (flags['file-root'] && svc.cacheSize > 0) startReadWorkers();
     const client = this.journalClient(svc);
     // Fragments without a signed URL in an s3:// store are read through the S3 client.
     const storeFor = (url: string) => openStore(url, { fileRoot: flags['file-root'] });
@@ -194,8 +191,6 @@ Offsets: --offsets loads a JSON object {"journal": offset} of where to start; --
         {
           signal,
           fileRoot: flags['file-root'],
-          // Every chunk is released once written out (Output.write), as the workers need.
-          readWorkers: true,
           openStore: storeFor,
           onUnavailable: ({ journal: j, offset, writeHead }) =>
             this.log_.warn(

@@ -13,7 +13,6 @@ import { StoreError } from '../stores/store.js';
 import { RawGet } from './http-get.js';
 import { pieces, PIECE_SIZE } from './piece-pool.js';
 import { createObjectInflate, type ObjectInflate } from './gzip-object.js';
-import { workerSource } from './read-workers.js';
 
 /** A direct fragment read failed (HTTP status, I/O, corrupt or mis-sized content). */
 export class DirectReadError extends GazctlError {}
@@ -184,12 +183,6 @@ export interface SourceOptions extends OpenFragmentOptions {
   length: bigint;
   /** Largest content inflated in one go (default and at most WHOLE_MAX); larger is streamed. */
   wholeMax?: number;
-  /**
-   * Read NONE and GZIP files of a file store on worker threads (read-workers.ts) where this
-   * process can. Only for callers that release the pieces they are handed (piece-pool.ts):
-   * others are served too, but in fresh memory once the workers' slots are all held.
-   */
-  workers?: boolean;
 }
 
 /** A source over a stream of decompressed content. */
@@ -536,40 +529,19 @@ export async function openFragmentSource(
     return new StreamSource(o.stream, o.skipped, opts.signal);
   }
   if (opts.signal?.aborted) throw new DirectReadError(`reading fragment ${url}: aborted`);
-  let path: string;
-  try {
-    path = new FileStore('file:///', { root: opts.fileRoot }).localPath(decodeURIComponent(u.pathname).replace(/^\/+/, ''));
-  } catch (e) {
-    const why = e instanceof StoreError && e.cause instanceof Error ? e.cause : (e as Error);
-    throw new DirectReadError(`reading fragment ${url}: ${why.message}`, { cause: e });
-  }
-  const skip = raw && opts.skip && opts.skip > 0n && opts.skip <= opts.length ? Number(opts.skip) : 0;
-  const onThread = () => openFileSource(url, path, codec, length, skip, whole, opts.signal);
-  if (opts.workers) {
-    const w = workerSource(path, raw ? 'raw' : 'gzip', { pos: skip, length: length - skip, wholeMax: whole, skipped: BigInt(skip) }, onThread);
-    if (w) return w;
-  }
-  return onThread();
-}
-
-/** A source of the file at `path` read on the main thread (see openFragmentSource). */
-async function openFileSource(
-  url: string,
-  path: string,
-  codec: CompressionCodec,
-  length: number,
-  skip: number,
-  whole: number,
-  signal: AbortSignal | undefined,
-): Promise<FragmentSource> {
   let file: LocalFile;
   try {
+    const path = new FileStore('file:///', { root: opts.fileRoot }).localPath(decodeURIComponent(u.pathname).replace(/^\/+/, ''));
     file = await LocalFile.open(path);
   } catch (e) {
     // Report the file system's own words (ENOENT …), as a read of the file would.
-    throw new DirectReadError(`reading fragment ${url}: ${(e as Error).message}`, { cause: e });
+    const why = e instanceof StoreError && e.cause instanceof Error ? e.cause : (e as Error);
+    throw new DirectReadError(`reading fragment ${url}: ${why.message}`, { cause: e });
   }
-  if (codec === CompressionCodec.NONE) return new FileSource(file, skip, length - skip, BigInt(skip));
+  if (raw) {
+    const skip = opts.skip && opts.skip > 0n && opts.skip <= opts.length ? Number(opts.skip) : 0;
+    return new FileSource(file, skip, length - skip, BigInt(skip));
+  }
   try {
     const size = await file.size();
     if (length <= whole && size <= WHOLE_MAX) {
@@ -580,5 +552,5 @@ async function openFileSource(
     throw new DirectReadError(`reading fragment ${url}: ${(e as Error).message}`, { cause: e });
   }
   const stream = createReadStream('', { fd: file.takeFd(), highWaterMark: READ_CHUNK });
-  return new StreamSource(decodeFragmentStream(stream, codec, codec === CompressionCodec.GZIP_OFFLOAD_DECOMPRESSION), 0n, signal);
+  return new StreamSource(decodeFragmentStream(stream, codec, codec === CompressionCodec.GZIP_OFFLOAD_DECOMPRESSION), 0n, opts.signal);
 }

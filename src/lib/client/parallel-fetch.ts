@@ -43,8 +43,6 @@ export interface FragmentRunOptions {
   /** Decompressed bytes fragments ahead of the head may hold (default 64 MiB). */
   budgetBytes?: number;
   fileRoot?: string;
-  /** Read fragment files on worker threads (see SourceOptions.workers). */
-  workers?: boolean;
   signal?: AbortSignal;
   /** Tests: called with the bytes held whenever they change. */
   onBuffered?: (bytes: number) => void;
@@ -164,7 +162,6 @@ export async function* readFragmentRun(items: RunItem[], opts: FragmentRunOption
     if (t.ac.signal.aborted) return;
     const src = await openFragmentSource({ url, open, what }, f.compression_codec, {
       fileRoot: opts.fileRoot,
-      workers: opts.workers,
       signal: t.ac.signal,
       skip: want0 - f.begin,
       length: f.end - f.begin,

@@ -48,16 +48,6 @@ export class PiecePool {
   private readonly isFree = new WeakSet<ArrayBufferLike>();
   /** Pieces not yet released, of every made buffer that is handed out. */
   private readonly refs = new WeakMap<ArrayBufferLike, number>();
-  /** Buffers of others whose pieces go back through this pool (read-workers.ts's slots). */
-  private readonly adopted = new WeakMap<ArrayBufferLike, (piece: Uint8Array) => void>();
-
-  /**
-   * Makes the pieces handed out in `buffer` (each a view of its own part of it, released once)
-   * go back through this pool: `release` of such a piece calls `giveBack` with it.
-   */
-  adopt(buffer: ArrayBufferLike, giveBack: (piece: Uint8Array) => void): void {
-    this.adopted.set(buffer, giveBack);
-  }
 
   /**
    * A buffer of `n` bytes (at most PIECE_SIZE): a view of a pooled buffer, a free one when there
@@ -94,8 +84,6 @@ export class PiecePool {
    */
   release(piece: Uint8Array): void {
     const ab = piece.buffer;
-    const giveBack = this.adopted.get(ab);
-    if (giveBack) return giveBack(piece);
     if (!this.made.has(ab) || this.isFree.has(ab)) return;
     const left = (this.refs.get(ab) ?? 1) - 1;
     if (left > 0) {
@@ -114,7 +102,7 @@ export class PiecePool {
 
   /** Whether `piece` lies in a buffer of this pool. */
   owns(piece: Uint8Array): boolean {
-    return this.made.has(piece.buffer) || this.adopted.has(piece.buffer);
+    return this.made.has(piece.buffer);
   }
 
   /** Free buffers held (tests). */

@@ -62,11 +62,6 @@ export interface ReaderOptions {
   fileRoot?: string;
   /** Fetch fragment URLs handed back by brokers (default true). */
   directReads?: boolean;
-  /**
-   * Read fragment files of file:// stores on worker threads (default false). For consumers that
-   * release each chunk once done with it (`ReadChunk.release`), as `journals read` does.
-   */
-  readWorkers?: boolean;
   /** Called before each retry sleep, e.g. to log a warning. */
   onRetry?: (info: RetryInfo) => void;
   /**
@@ -346,7 +341,6 @@ export class Reader implements AsyncIterable<ReadChunk> {
       concurrency: this.opts.parallel ?? DEFAULT_RUN_CONCURRENCY,
       budgetBytes: this.opts.bufferBytes ?? DEFAULT_RUN_BUDGET,
       fileRoot: this.opts.fileRoot ?? this.transport.fileRoot,
-      workers: this.opts.readWorkers,
       signal: this.opts.signal,
     });
     for await (const ev of run) {
@@ -432,7 +426,6 @@ export class Reader implements AsyncIterable<ReadChunk> {
     const stopAt = this.req.end_offset > 0n && this.req.end_offset < end ? this.req.end_offset : end;
     const src = await openFragmentSource({ url, what: url }, fragment.compression_codec, {
       fileRoot: this.opts.fileRoot ?? this.transport.fileRoot,
-      workers: this.opts.readWorkers,
       signal: this.opts.signal,
       skip: this.offset - fragment.begin,
       length: end - fragment.begin,

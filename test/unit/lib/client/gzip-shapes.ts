@@ -1,7 +1,7 @@
 // GZIP objects of many shapes, and a way to inflate one and collect what comes out: shared by the
 // tests of the pooled gunzip stream (pooled-gunzip.test.ts) and of the whole-object inflate of
-// direct reads (gzip-object.test.ts) and of the read workers (read-workers.test.ts), which must all give what zlib.gunzipSync gives.
-import { crc32 as zlibCrc32, gzipSync } from 'node:zlib';
+// direct reads (gzip-object.test.ts), which must both give what zlib.gunzipSync gives.
+import { gzipSync } from 'node:zlib';
 import type { ObjectInflate } from '../../../../src/lib/client/gzip-object.js';
 import { PIECE_SIZE } from '../../../../src/lib/client/piece-pool.js';
 import { bytes } from './helpers.js';
@@ -77,64 +77,4 @@ export function corruptGzip(): { a: Buffer; b: Buffer; good: Buffer; flip: (at: 
       ['garbage after the last member', Buffer.concat([good, Buffer.from('garbage!')])],
     ],
   };
-}
-
-/** A member with the given header fields (flags FEXTRA 4, FNAME 8, FCOMMENT 16, FHCRC 2). */
-export function member(content: Buffer, f: { extra?: Buffer; name?: string; comment?: string; hcrc?: boolean }): Buffer {
-  const plain = gzipSync(content);
-  let flags = 0;
-  const parts: Buffer[] = [];
-  if (f.extra) {
-    flags |= 4;
-    const len = Buffer.alloc(2);
-    len.writeUInt16LE(f.extra.length);
-    parts.push(len, f.extra);
-  }
-  if (f.name !== undefined) {
-    flags |= 8;
-    parts.push(Buffer.from(`${f.name}\0`, 'latin1'));
-  }
-  if (f.comment !== undefined) {
-    flags |= 16;
-    parts.push(Buffer.from(`${f.comment}\0`, 'latin1'));
-  }
-  const head = Buffer.from(plain.subarray(0, 10));
-  if (f.hcrc) flags |= 2;
-  head[3] = flags;
-  const header = Buffer.concat([head, ...parts]);
-  const hcrc = Buffer.alloc(f.hcrc ? 2 : 0);
-  if (f.hcrc) hcrc.writeUInt16LE(zlibCrc32(header) & 0xffff);
-  return Buffer.concat([header, hcrc, plain.subarray(10)]);
-}
-
-/** gzipShapes() and members with every kind of header field, padding and what may follow it. */
-export function headerShapes(): [string, Buffer][] {
-  return [
-    ...gzipShapes(),
-    ['a file name', member(textLines(400_000, 12), { name: '0000-0400.raw' })],
-    ['a comment and a name', member(textLines(400_000, 13), { name: 'n', comment: 'a comment' })],
-    ['an extra field', member(textLines(400_000, 14), { extra: Buffer.from('AB\x04\x00wxyz', 'latin1') })],
-    ['an empty extra field, then a plain member', Buffer.concat([member(textLines(10_000, 15), { extra: Buffer.alloc(0) }), gzipSync(textLines(20_000, 16))])],
-    ['a header CRC (left to zlib), after a plain member', Buffer.concat([gzipSync(textLines(30_000, 17)), member(textLines(400_000, 18), { hcrc: true, name: 'x' })])],
-    ['zero padding after the last member', Buffer.concat([gzipSync(textLines(100_000, 19)), Buffer.alloc(1000)])],
-    ['a zero byte, then anything', Buffer.concat([gzipSync(textLines(100_000, 20)), Buffer.from([0, 0x1f, 0x8b, 1, 2, 3])])],
-  ];
-}
-
-/** corruptGzip()'s cases, and more around headers and trailers. */
-export function corruptObjects(): [string, Buffer][] {
-  const { a, good, flip, cases } = corruptGzip();
-  const badHcrc = member(textLines(1000, 23), { hcrc: true });
-  badHcrc[10] = badHcrc[10]! ^ 1;
-  return [
-    ...cases,
-    ['empty', Buffer.alloc(0)],
-    ['truncated inside the first header', good.subarray(0, 6)],
-    ['truncated right after the first deflate data', good.subarray(0, a.length - 8)],
-    ['truncated inside the first trailer', good.subarray(0, a.length - 3)],
-    ['truncated inside the second header', good.subarray(0, a.length + 5)],
-    ['a corrupt second header', flip(a.length + 2)],
-    ['reserved flags in the first header', flip(3)],
-    ['a bad header CRC', badHcrc],
-  ];
 }
