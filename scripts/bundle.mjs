@@ -8,7 +8,7 @@
 //                         it needs; its `@oclif/core` is ./oclif-core.cjs, so there is one copy
 //                         of oclif in the process;
 //   commands.cjs          the target of oclif's "explicit" command discovery (COMMANDS), which
-//                         bin/run.js sets at run time; oclif loads it only to run a command, so
+//                         bin/run.cjs sets at run time; oclif loads it only to run a command, so
 //                         `--help` never loads gRPC, protobuf, YAML or prompt code;
 //   s3-sdk-impl.cjs       the AWS SDK of the s3:// store (src/lib/stores/s3-sdk.cts), and
 //   prompts-impl.cjs      the prompt library (@inquirer/prompts): each loaded only when first
@@ -16,11 +16,12 @@
 //                         stubs s3-sdk.cjs and prompts.cjs. Bundled with the commands, they made
 //                         every command compile and hold some 2.3 MB more code than it runs;
 //   load.cjs              loads those files with the V8 code cache (scripts/bundle-loader.cjs);
+//   deferred-ca.cjs       src/cli/deferred-ca.ts as CommonJS, for bin/run.cjs;
 //   *.v8cache             the code caches, written by running a few commands (and, for the
 //                         lazily loaded files, a short script that loads and exercises them).
 //
 // The tsc output, oclif.manifest.json (which help and command lookup read) and the package.json
-// oclif config are unchanged; bin/run.js falls back to them when there is no bundle.
+// oclif config are unchanged; bin/run.cjs falls back to them when there is no bundle.
 //
 // Usage: node scripts/bundle.mjs   (after tsc)
 import { build } from 'esbuild';
@@ -100,7 +101,7 @@ const core = await build({
   stdin: { contents: "module.exports = require('@oclif/core');", resolveDir: root, sourcefile: 'oclif-core-entry.cjs', loader: 'js' },
   outfile: join(outdir, 'oclif-core.cjs'),
   // oclif reads tsconfig.json with TypeScript only when it looks for TypeScript sources, which
-  // bin/run.js turns off for the bundle; keep the compiler out.
+  // bin/run.cjs turns off for the bundle; keep the compiler out.
   external: ['typescript'],
   plugins: [
     {
@@ -155,6 +156,16 @@ const LAZY = [
   },
 ];
 const BUNDLE_URL = '__gazctl_bundle_url';
+
+// bin/run.cjs's copy of src/cli/deferred-ca.ts: a CommonJS main file cannot require the tsc
+// output (an ES module), and importing it would start Node's ES module loader.
+await build({
+  ...common,
+  entryPoints: [join(distSrc, 'cli', 'deferred-ca.js')],
+  outfile: join(outdir, 'deferred-ca.cjs'),
+  banner: { js: `${common.banner.js}\nconst ${BUNDLE_URL} = require('node:url').pathToFileURL(__filename).href;` },
+  define: { 'import.meta.url': BUNDLE_URL },
+});
 
 const impl = await build({
   ...common,
@@ -223,8 +234,9 @@ for (const [i, part] of LAZY.entries()) {
   if (dup.length) console.warn(`bundle: note: ${part.name}-impl.cjs also bundles: ${dup.join(', ')}`);
 }
 
-// Code caches: run help and a command start (an unreachable broker, so it fails fast) the way
-// an operator would, in a clean environment, and let load.cjs write the caches at exit.
+// Code caches: run help, a command start (an unreachable broker, so it fails fast) and a direct
+// read the way an operator would, in a clean environment, and let load.cjs write the caches at
+// exit (each run starts from the caches the one before wrote, and adds what it compiled).
 const sandbox = mkdtempSync(join(tmpdir(), 'gazctl-bundle-'));
 const env = { PATH: process.env.PATH ?? '', HOME: sandbox, GAZCTL_WRITE_CODE_CACHE: '1' };
 const runs = [
@@ -232,8 +244,13 @@ const runs = [
   ['journals', 'list', '--broker.address', 'http://127.0.0.1:1', '--timeout', '1s'],
 ];
 for (const args of runs) {
-  const r = spawnSync(process.execPath, [join(root, 'bin', 'run.js'), ...args], { cwd: sandbox, env, stdio: ['ignore', 'ignore', 'pipe'], timeout: 30_000 });
+  const r = spawnSync(process.execPath, [join(root, 'bin', 'run.cjs'), ...args], { cwd: sandbox, env, stdio: ['ignore', 'ignore', 'pipe'], timeout: 30_000 });
   if (r.error || r.signal) console.warn(`bundle: warning: gazctl ${args.join(' ')}: ${r.error?.message ?? r.signal}`);
+}
+// Then a direct read of a journal on a stub broker (scripts/warm-read.mjs), for the read path.
+{
+  const r = spawnSync(process.execPath, [join(root, 'scripts', 'warm-read.mjs'), JSON.stringify(env)], { cwd: sandbox, stdio: ['ignore', 'inherit', 'inherit'], timeout: 60_000 });
+  if (r.error || r.signal) console.warn(`bundle: warning: scripts/warm-read.mjs: ${r.error?.message ?? r.signal}`);
 }
 // The lazily loaded parts: load them through their stubs and use them a little, as a command
 // does (an S3 request to a closed port, which fails at once).
