@@ -7,7 +7,7 @@
 // with a problem is left out of every plan (a partial listing would make a wrong one), so nothing
 // of it is deleted. The commands exit 1 when any problem was reported.
 import { stat } from 'node:fs/promises';
-import { Readable } from 'node:stream';
+import { pipeline, Readable } from 'node:stream';
 import zlib from 'node:zlib';
 
 import type { JournalClient } from '../lib/client/index.js';
@@ -162,10 +162,12 @@ export async function openContent(stores: StoreSet, o: FragmentObject, signal?: 
   if (!canDecode(codec)) throw new Error(`cannot decompress ${CompressionCodec[codec]} objects`);
   const raw = await store.open(o.path, { signal });
   // Offloaded-decompression objects are stored gzipped; the store would decompress them on a GET.
-  const dec = codec === CompressionCodec.GZIP_OFFLOAD_DECOMPRESSION ? zlib.createGunzip() : decompressor(codec);
+  const dec: NodeJS.ReadWriteStream | undefined = codec === CompressionCodec.GZIP_OFFLOAD_DECOMPRESSION ? zlib.createGunzip() : decompressor(codec);
   if (dec === undefined) return raw;
-  raw.on('error', (e) => (dec as unknown as Readable).destroy(e));
-  return raw.pipe(dec) as unknown as Readable;
+  // pipeline, not pipe: a reader that stops early destroys the decompressor, and the stored
+  // stream (an open file, a socket) must close with it rather than wait for the garbage
+  // collector; a failure of the stored stream fails the decompressor as well.
+  return pipeline(raw, dec, () => undefined) as unknown as Readable;
 }
 
 /** Pulls bytes from a stream of chunks, `max` at a time. */

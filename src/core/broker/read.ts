@@ -9,7 +9,7 @@
 // 'drain' only when write() says so.
 
 import type { ServerWritableStream } from '@grpc/grpc-js';
-import type { Readable } from 'node:stream';
+import { pipeline, type Readable } from 'node:stream';
 import { decompressor } from '../../lib/codecs/index.js';
 import { fragmentContentPath } from '../../lib/protocol/fragment.js';
 import { ReadResponse, Status, type Fragment, type Header, type ReadRequest } from '../../lib/protocol/gen/broker/protocol.js';
@@ -49,12 +49,19 @@ function write(call: Call, r: Partial<ReadResponse>, signal: AbortSignal): Promi
   return call.write(ReadResponse.fromPartial(r)) ? undefined : drained(call, signal);
 }
 
-/** The uncompressed content of a persisted fragment, from `offset` on. */
-async function openStored(b: Broker, f: Fragment, offset: bigint): Promise<AsyncIterable<Buffer>> {
+/**
+ * The uncompressed content of a persisted fragment, from `offset` on. (Exported for tests.)
+ *
+ * The stored stream goes through the decompressor with pipeline, not pipe: when the reader goes
+ * away mid-fragment the decompressor is destroyed, and the stored stream (an open file, a socket)
+ * must close with it rather than wait for the garbage collector; and a failure reading the stored
+ * bytes must fail the decompressor, which would otherwise wait for more input for ever.
+ */
+export async function openStored(b: Pick<Broker, 'openStore'>, f: Fragment, offset: bigint): Promise<AsyncIterable<Buffer>> {
   const store = b.openStore(f.backing_store);
   const raw: Readable = await store.open(fragmentContentPath(f));
   const d = decompressor(f.compression_codec);
-  const plain: AsyncIterable<Buffer> = d ? (raw.pipe(d as NodeJS.WritableStream & NodeJS.ReadableStream) as unknown as AsyncIterable<Buffer>) : raw;
+  const plain: AsyncIterable<Buffer> = d ? (pipeline(raw, d, () => undefined) as unknown as AsyncIterable<Buffer>) : raw;
   let skip = Number(offset - f.begin);
   return (async function* () {
     for await (const chunk of plain) {

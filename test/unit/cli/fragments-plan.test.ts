@@ -58,6 +58,33 @@ describe('fragments-plan', () => {
     assert.deepEqual(got, ['0-50 {"kind":"same"}', '120-220 {"kind":"differs","at":170}', '250-300 {"kind":"differs","at":250}']);
   });
 
+  it('a comparison that stops early closes every object it opened (GZIP ones too)', async () => {
+    // Each stored stream the stores hand out, and whether it was closed.
+    const opened: { path: string; closed: boolean }[] = [];
+    const stores = new StoreSet(root, (url) => {
+      const real = new FileStore(url, { root });
+      return Object.assign(Object.create(real) as FragmentStore, {
+        open: async (path: string, opts?: Parameters<FragmentStore['open']>[1]) => {
+          const stream = await real.open(path, opts);
+          const rec = { path, closed: false };
+          opened.push(rec);
+          stream.once('close', () => (rec.closed = true));
+          return stream;
+        },
+      });
+    });
+    const l = await listJournal(spec(['file:///a/', 'file:///b/']), stores);
+    const plan = planForks(J, l.objects);
+    for (const f of plan.forks) await compareWithChain(stores, plan, f.object);
+    await new Promise((r) => setTimeout(r, 20));
+    assert.ok(opened.some((o) => o.path.endsWith('.gz')), 'a GZIP object was compared');
+    assert.deepEqual(
+      opened.filter((o) => !o.closed).map((o) => o.path),
+      [],
+      'every opened object is closed',
+    );
+  });
+
   it('a missing object is "unread", not a difference', async () => {
     const stores = new StoreSet(root);
     const l = await listJournal(spec(['file:///a/']), stores);
