@@ -20,7 +20,7 @@
 // StoreUnreachableError when the endpoint cannot be reached, StoreNotFoundError for a missing
 // object. Requests time out on connect after a few seconds and are retried only a few times, so
 // a wrong endpoint fails in seconds rather than minutes.
-import { Readable, Transform, type TransformCallback } from 'node:stream';
+import { pipeline, Readable, Transform, type TransformCallback } from 'node:stream';
 
 import { createRequire } from 'node:module';
 
@@ -376,19 +376,28 @@ export class S3Store implements FragmentStore {
         // Known length: stream the body in one request. The length check fails the request
         // mid-body when the content runs long or short, so no object is created.
         // A failed check aborts the request, so the server never completes the object.
+        // A content stream that fails partway aborts the request too, and the put fails with its
+        // error. (Piped rather than pipelined, its failure had no listener: an uncaught exception,
+        // and a request left waiting for the rest of its body.)
         const abort = new AbortController();
         const check = new LengthCheck(opts.contentLength, `store ${this.url}: put ${path}`, (err) => abort.abort(err));
-        const body = Readable.from(content as AsyncIterable<Uint8Array>).pipe(check);
-        body.on('error', () => undefined); // kept in body.error; the request fails with it
+        const source = Readable.from(content as AsyncIterable<Uint8Array>);
+        let sourceError: Error | undefined;
+        source.once('error', (e) => {
+          sourceError = e;
+          abort.abort(e);
+        });
+        const body = pipeline(source, check, () => undefined); // failures are kept as above
         try {
           await this.client.send(
             new this.sdk.PutObjectCommand({ ...this.putInput(path, opts), Body: body, ContentLength: opts.contentLength }),
             { abortSignal: opts.signal ? AbortSignal.any([opts.signal, abort.signal]) : abort.signal },
           );
         } catch (e) {
-          throw body.error ?? e;
+          throw check.error ?? sourceError ?? e;
         }
-        if (body.error) throw body.error;
+        if (check.error) throw check.error;
+        if (sourceError) throw sourceError;
         return;
       }
       await this.putUnknownLength(path, content, opts);

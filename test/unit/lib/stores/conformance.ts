@@ -116,6 +116,32 @@ export function storeConformance(fx: () => StoreFixture): void {
     assert.deepEqual(await collect(s.list('j/')), []);
   });
 
+  it('fails a put whose content fails partway with that failure, promptly, leaving no object', async () => {
+    const s = await fx().open('srcfail');
+    const failing = () =>
+      (async function* () {
+        yield Buffer.from('abc');
+        await new Promise((r) => setTimeout(r, 5));
+        throw new Error('the source broke');
+      })();
+    for (const [name, opts] of [
+      ['known.bin', { contentLength: 10 }],
+      ['unknown.bin', {}],
+    ] as const) {
+      let timer: NodeJS.Timeout | undefined;
+      const outcome = await Promise.race([
+        s.put(`j/${name}`, failing(), opts).then(
+          () => 'stored',
+          (e: Error) => e.message,
+        ),
+        new Promise<string>((r) => (timer = setTimeout(() => r('still waiting after 10 s'), 10_000))),
+      ]);
+      clearTimeout(timer);
+      assert.match(outcome, /the source broke/, name);
+      assert.equal(await s.exists(`j/${name}`), false, name);
+    }
+  });
+
   it('lists a journal: fragments under any path postfix, unparseable objects reported', async () => {
     const s = await fx().open('listing');
     const j = 'a/journal';
