@@ -7,11 +7,10 @@
 // with a problem is left out of every plan (a partial listing would make a wrong one), so nothing
 // of it is deleted. The commands exit 1 when any problem was reported.
 import { stat } from 'node:fs/promises';
-import { pipeline, Readable } from 'node:stream';
-import zlib from 'node:zlib';
+import type { Readable } from 'node:stream';
 
 import type { JournalClient } from '../lib/client/index.js';
-import { canDecode, decompressor } from '../lib/codecs/index.js';
+import { canDecode, decodeFragmentStream } from '../lib/codecs/index.js';
 import { listJournalFragments } from '../lib/fragment/listing.js';
 import type { FragmentObject } from '../lib/fragment/objects.js';
 import type { ChainMember, JournalForks } from '../lib/fragment/forks.js';
@@ -162,12 +161,7 @@ export async function openContent(stores: StoreSet, o: FragmentObject, signal?: 
   if (!canDecode(codec)) throw new Error(`cannot decompress ${CompressionCodec[codec]} objects`);
   const raw = await store.open(o.path, { signal });
   // Offloaded-decompression objects are stored gzipped; the store would decompress them on a GET.
-  const dec: NodeJS.ReadWriteStream | undefined = codec === CompressionCodec.GZIP_OFFLOAD_DECOMPRESSION ? zlib.createGunzip() : decompressor(codec);
-  if (dec === undefined) return raw;
-  // pipeline, not pipe: a reader that stops early destroys the decompressor, and the stored
-  // stream (an open file, a socket) must close with it rather than wait for the garbage
-  // collector; a failure of the stored stream fails the decompressor as well.
-  return pipeline(raw, dec, () => undefined) as unknown as Readable;
+  return decodeFragmentStream(raw, codec, codec === CompressionCodec.GZIP_OFFLOAD_DECOMPRESSION);
 }
 
 /** Pulls bytes from a stream of chunks, `max` at a time. */

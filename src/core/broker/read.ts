@@ -9,8 +9,8 @@
 // 'drain' only when write() says so.
 
 import type { ServerWritableStream } from '@grpc/grpc-js';
-import { pipeline, type Readable } from 'node:stream';
-import { decompressor } from '../../lib/codecs/index.js';
+import type { Readable } from 'node:stream';
+import { decodeFragmentStream } from '../../lib/codecs/index.js';
 import { fragmentContentPath } from '../../lib/protocol/fragment.js';
 import { ReadResponse, Status, type Fragment, type Header, type ReadRequest } from '../../lib/protocol/gen/broker/protocol.js';
 import { readLocalInto, SpoolFileClosedError, type LocalFragment } from '../fragment/spool.js';
@@ -50,18 +50,14 @@ function write(call: Call, r: Partial<ReadResponse>, signal: AbortSignal): Promi
 }
 
 /**
- * The uncompressed content of a persisted fragment, from `offset` on. (Exported for tests.)
- *
- * The stored stream goes through the decompressor with pipeline, not pipe: when the reader goes
- * away mid-fragment the decompressor is destroyed, and the stored stream (an open file, a socket)
- * must close with it rather than wait for the garbage collector; and a failure reading the stored
- * bytes must fail the decompressor, which would otherwise wait for more input for ever.
+ * The uncompressed content of a persisted fragment, from `offset` on. (Exported for tests.) A
+ * reader that goes away mid-fragment closes the stored stream with the decompressor, and a
+ * failure reading the stored bytes fails the read (decodeFragmentStream).
  */
 export async function openStored(b: Pick<Broker, 'openStore'>, f: Fragment, offset: bigint): Promise<AsyncIterable<Buffer>> {
   const store = b.openStore(f.backing_store);
   const raw: Readable = await store.open(fragmentContentPath(f));
-  const d = decompressor(f.compression_codec);
-  const plain: AsyncIterable<Buffer> = d ? (pipeline(raw, d, () => undefined) as unknown as AsyncIterable<Buffer>) : raw;
+  const plain: AsyncIterable<Buffer> = decodeFragmentStream(raw, f.compression_codec, false);
   let skip = Number(offset - f.begin);
   return (async function* () {
     for await (const chunk of plain) {

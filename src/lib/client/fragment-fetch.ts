@@ -7,7 +7,9 @@ import { pipeline, type Readable } from 'node:stream';
 import * as zlib from 'node:zlib';
 import { CompressionCodec } from '../protocol/gen/broker/protocol.js';
 import { GazctlError } from '../protocol/errors.js';
-import { canDecode, CHUNK, decompressor } from '../codecs/index.js';
+import { canDecode, CHUNK, decodeFragmentStream } from '../codecs/index.js';
+
+export { decodeFragmentStream };
 import { FileStore, openFileURL } from '../stores/file.js';
 import { StoreError } from '../stores/store.js';
 import { RawGet } from './http-get.js';
@@ -119,21 +121,6 @@ export async function openFragmentFrom(open: () => Promise<Readable>, codec: Com
   }
   // A store client hands back the bytes as stored: GZIP_OFFLOAD_DECOMPRESSION objects are gzip.
   return decodeFragmentStream(raw, codec, codec === CompressionCodec.GZIP_OFFLOAD_DECOMPRESSION);
-}
-
-/** The stored bytes `raw` of a `codec` fragment, decompressed (`transportGzip`: gunzip first). */
-export function decodeFragmentStream(raw: Readable, codec: CompressionCodec, transportGzip: boolean): Readable {
-  const stages: NodeJS.ReadWriteStream[] = [];
-  if (transportGzip) stages.push(zlib.createGunzip({ chunkSize: CHUNK }));
-  const decoder = decompressor(codec);
-  if (decoder) stages.push(decoder);
-  if (stages.length === 0) return raw;
-  const last = stages[stages.length - 1] as unknown as Readable;
-  // pipeline() destroys every stage on error, so the error surfaces on the last one.
-  (pipeline as unknown as (...args: unknown[]) => void)(raw, ...stages, (err: Error | null) => {
-    if (err && !last.destroyed) last.destroy(err);
-  });
-  return last;
 }
 
 // ---- pull sources: the fast path of parallel direct reads ----------------------------------------

@@ -4,6 +4,7 @@
 // pure-JS decoder (zstd.ts), since Node 20's zlib has none (a zlib that has one is preferred).
 // GZIP_OFFLOAD_DECOMPRESSION objects are stored as gzip and served decompressed by the store, so
 // the caller decides whether bytes arrive compressed.
+import { pipeline, type Readable } from 'node:stream';
 import * as zlib from 'node:zlib';
 import { CompressionCodec } from '../protocol/gen/broker/protocol.js';
 import { SnappyFramedDecoder } from './snappy.js';
@@ -63,4 +64,23 @@ export function decompressor(codec: CompressionCodec): NodeJS.ReadWriteStream | 
     default:
       throw new Error(`no decoder for codec ${CompressionCodec[codec] ?? codec}`);
   }
+}
+
+/**
+ * The stored bytes `raw` of a `codec` fragment, decompressed (`transportGzip`: gunzip first).
+ * The stages are joined with pipeline, so a reader that stops early (destroying the stream
+ * returned) closes `raw` too, and a failure of any stage, `raw` included, fails that stream.
+ */
+export function decodeFragmentStream(raw: Readable, codec: CompressionCodec, transportGzip: boolean): Readable {
+  const stages: NodeJS.ReadWriteStream[] = [];
+  if (transportGzip) stages.push(zlib.createGunzip({ chunkSize: CHUNK }));
+  const decoder = decompressor(codec);
+  if (decoder) stages.push(decoder);
+  if (stages.length === 0) return raw;
+  const last = stages[stages.length - 1] as unknown as Readable;
+  // pipeline() destroys every stage on error, so the error surfaces on the last one.
+  (pipeline as unknown as (...args: unknown[]) => void)(raw, ...stages, (err: Error | null) => {
+    if (err && !last.destroyed) last.destroy(err);
+  });
+  return last;
 }
