@@ -8,7 +8,7 @@ import { findIniFile, loadIni } from '../lib/config/ini.js';
 import { JournalClient } from '../lib/client/journal-client.js';
 import { Logger, LOG_FORMATS, LOG_LEVELS } from './log.js';
 import { installFastIsIPv6 } from './fast-ipv6.js';
-import { EXIT, UsageError, exitCodeFor } from './exit.js';
+import { EXIT, UsageError, exitCodeFor, isOutputClosed } from './exit.js';
 import {
   choiceOption,
   durationOption,
@@ -147,6 +147,12 @@ export abstract class GazctlCommand extends Command {
 
   protected override async catch(err: Error & { oclif?: { exit?: number } }): Promise<void> {
     if (err.oclif?.exit === 0) return; // --help, --version
+    if (isOutputClosed(err)) {
+      // `gazctl journals read ... | head`: the reader has what it wanted; say nothing.
+      this.log_?.debug('stdout was closed by its reader');
+      process.exitCode = EXIT.PIPE;
+      return;
+    }
     // oclif spreads a parse error over lines ("Parsing --x", "<reason>", "See more help ...").
     const first = String(err.message ?? err)
       .split('\n')

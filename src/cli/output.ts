@@ -3,6 +3,7 @@
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { GazctlError } from '../lib/protocol/errors.js';
+import { OutputClosedError } from './exit.js';
 
 export class Output {
   private stream: NodeJS.WritableStream | WriteStream;
@@ -12,8 +13,9 @@ export class Output {
   constructor(path: string) {
     this.isFile = path !== '-' && path !== '';
     this.stream = this.isFile ? createWriteStream(path) : process.stdout;
-    (this.stream as NodeJS.EventEmitter).on('error', (err: Error) => {
-      this.failure = err;
+    (this.stream as NodeJS.EventEmitter).on('error', (err: NodeJS.ErrnoException) => {
+      // stdout's reader went away (`| head`): not a failure to report (see EXIT.PIPE).
+      this.failure ??= !this.isFile && err.code === 'EPIPE' ? new OutputClosedError('stdout was closed by its reader', { cause: err }) : err;
     });
   }
 
@@ -23,15 +25,20 @@ export class Output {
    * may be reused from then on (see ReadChunk.release).
    */
   async write(chunk: Uint8Array, done?: () => void): Promise<void> {
-    if (this.failure) throw new GazctlError(`cannot write output: ${this.failure.message}`);
+    if (this.failure) throw this.error();
     if (!(done ? this.stream.write(chunk, () => done()) : this.stream.write(chunk))) await once(this.stream, 'drain');
   }
 
   async close(): Promise<void> {
-    if (this.failure) throw new GazctlError(`cannot write output: ${this.failure.message}`);
+    if (this.failure) throw this.error();
     if (!this.isFile) return;
     const s = this.stream as WriteStream;
     await new Promise<void>((resolve, reject) => s.end((err?: Error | null) => (err ? reject(err) : resolve())));
+  }
+
+  private error(): GazctlError {
+    const f = this.failure!;
+    return f instanceof OutputClosedError ? f : new GazctlError(`cannot write output: ${f.message}`);
   }
 }
 

@@ -13,7 +13,7 @@ import { fragmentContentPath } from '../../src/lib/protocol/fragment.js';
 import { CompressionCodec, JournalSpec, type Fragment, type ReadRequest } from '../../src/lib/protocol/gen/broker/protocol.js';
 import { nanosToDuration } from '../../src/lib/protocol/duration.js';
 import { pollUntil, startCluster, startS3, waitForJournalsAssigned, type Cluster, type S3Server } from '../../src/testing/index.js';
-import { describeResult } from '../helpers/cli.js';
+import { describeResult, spawnGazctl } from '../helpers/cli.js';
 import { gz, gzOk, listFragmentsAt, oneStderrLine, prng, tempDir } from '../helpers/journals.js';
 
 process.env.AWS_EC2_METADATA_DISABLED = 'true';
@@ -147,6 +147,23 @@ describe('direct reads from a file:// store (reference Go broker)', { timeout: 2
     assert.ok(readFileSync(out).equals(mixed.data));
     const proxied = await gzOk(cluster, ['journals', 'read', '-l', 'name=direct/mixed']);
     assert.ok(proxied.stdout.equals(mixed.data), 'the same through the broker');
+  });
+
+  test('a read whose stdout reader has gone (`| head`) stops quietly with 141, as Go gazctl (SIGPIPE)', async () => {
+    for (const direct of [false, true]) {
+      const args = ['journals', 'read', '-l', 'name=direct/mixed', ...(direct ? ['--broker.cache.size', '16', '--file-root', cluster.fileRoot] : [])];
+      const p = spawnGazctl(args, { env: { BROKER_ADDRESS: cluster.brokerAddress } });
+      p.child.stdout!.destroy(); // the reader closes its end before any content is written
+      const r = await p.result;
+      assert.equal(r.code, 141, `${direct ? 'direct' : 'proxied'}: ${describeResult(args, r)}`);
+      assert.equal(r.stderr, '', 'no message: the reader has what it wanted');
+    }
+    // A file output that fails is still reported, with exit 1.
+    const bad = join(tmp.dir, 'no-such-dir', 'out');
+    const args = ['journals', 'read', '-l', 'name=direct/mixed', '-o', bad];
+    const r = await spawnGazctl(args, { env: { BROKER_ADDRESS: cluster.brokerAddress } }).result;
+    assert.equal(r.code, 1, describeResult(args, r));
+    assert.match(oneStderrLine(args, r), /cannot write output: ENOENT/);
   });
 
   test('--from/--to read exactly the fragments persisted in the window, in order, and stop', async () => {

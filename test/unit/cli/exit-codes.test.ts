@@ -10,6 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
+import { EXIT, OutputClosedError, UsageError, exitCodeFor } from '../../../src/cli/exit.js';
+import { GazctlError } from '../../../src/lib/protocol/errors.js';
 import { describeInProcess, runInProcess } from '../../helpers/inproc.js';
 import { startStubBroker, type StubBroker } from '../../helpers/stub-broker.js';
 
@@ -126,4 +128,13 @@ describe('exit codes: exactly one line on stderr and the exact code', () => {
   test('nothing was appended by the failed appends', () => {
     assert.equal(broker!.appended.size, 0);
   });
+});
+
+test('stdout closed by its reader maps to 141 (128 + SIGPIPE), also when wrapped', () => {
+  const closed = new OutputClosedError('stdout was closed by its reader');
+  assert.equal(EXIT.PIPE, 141);
+  assert.equal(exitCodeFor(closed), 141);
+  assert.equal(exitCodeFor(new GazctlError('error reading a/b', { cause: closed })), 141);
+  assert.equal(exitCodeFor(new GazctlError('cannot write output: ENOSPC')), 1);
+  assert.equal(exitCodeFor(new UsageError('--x: bad')), 2);
 });
