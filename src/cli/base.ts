@@ -8,7 +8,7 @@ import { findIniFile, loadIni } from '../lib/config/ini.js';
 import { JournalClient } from '../lib/client/journal-client.js';
 import { Logger, LOG_FORMATS, LOG_LEVELS } from './log.js';
 import { installFastIsIPv6 } from './fast-ipv6.js';
-import { EXIT, UsageError, exitCodeFor, isOutputClosed } from './exit.js';
+import { EXIT, UsageError, exitCodeFor } from './exit.js';
 import {
   choiceOption,
   durationOption,
@@ -147,10 +147,11 @@ export abstract class GazctlCommand extends Command {
 
   protected override async catch(err: Error & { oclif?: { exit?: number } }): Promise<void> {
     if (err.oclif?.exit === 0) return; // --help, --version
-    if (isOutputClosed(err)) {
+    const code = exitCodeFor(err);
+    if (code === EXIT.PIPE) {
       // `gazctl journals read ... | head`: the reader has what it wanted; say nothing.
       this.log_?.debug('stdout was closed by its reader');
-      process.exitCode = EXIT.PIPE;
+      process.exitCode = code;
       return;
     }
     // oclif spreads a parse error over lines ("Parsing --x", "<reason>", "See more help ...").
@@ -162,7 +163,7 @@ export abstract class GazctlCommand extends Command {
       .replace(/^Error: /, '');
     process.stderr.write(`gazctl: ${first}${this.hint(err)}\n`);
     if (this.log_?.enabled('debug') && err.stack) process.stderr.write(err.stack + '\n');
-    process.exitCode = exitCodeFor(err);
+    process.exitCode = code;
   }
 
   /** What the operator can do about a failure (a transport failure, a refused append), naming our flags and commands. */

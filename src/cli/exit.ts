@@ -28,14 +28,9 @@ function hasCause(err: unknown, kind: new (...args: never[]) => Error): boolean 
   return false;
 }
 
-/** Whether `err`, or one of its causes, is an OutputClosedError. */
-export function isOutputClosed(err: unknown): boolean {
-  return hasCause(err, OutputClosedError);
-}
-
 /** The exit code of a command that failed with `err`. */
 export function exitCodeFor(err: unknown): ExitCode {
-  if (isOutputClosed(err)) return EXIT.PIPE;
+  if (hasCause(err, OutputClosedError)) return EXIT.PIPE;
   // A usage error keeps its code when wrapped (e.g. "apply failed: …" with it as the cause).
   if (hasCause(err, UsageError)) return EXIT.USAGE;
   // oclif's own parse errors (unknown flag, bad choice, missing value) carry `oclif.exit`.
