@@ -6,6 +6,8 @@ import { BrokerStatusError, TransportError } from '../lib/protocol/errors.js';
 import { Status } from '../lib/protocol/gen/broker/protocol.js';
 import { findIniFile, loadIni } from '../lib/config/ini.js';
 import { JournalClient } from '../lib/client/journal-client.js';
+import { isUnavailable } from '../lib/client/retry.js';
+import { cleanGrpcDetails } from '../lib/client/rpc.js';
 import { Logger, LOG_FORMATS, LOG_LEVELS } from './log.js';
 import { installFastIsIPv6 } from './fast-ipv6.js';
 import { EXIT, UsageError, exitCodeFor } from './exit.js';
@@ -138,10 +140,18 @@ export abstract class GazctlCommand extends Command {
    * Like upstream, RPCs that wait for a service retry quietly; --log.level=debug shows them.
    */
   protected journalClient(svc: ServiceOptions = this.serviceOptions('broker')): JournalClient {
+    let told = false;
     return new JournalClient(svc, {
       timeoutMs: svc.timeoutMs,
-      onRetry: ({ op, attempt, delayMs, error }) =>
-        this.log_.debug(`${op} failed (will retry)`, { attempt, delayMs, err: (error as Error)?.message ?? String(error) }),
+      onRetry: ({ op, attempt, delayMs, error }) => {
+        this.log_.debug(`${op} failed (will retry)`, { attempt, delayMs, err: (error as Error)?.message ?? String(error) });
+        // An operator at a terminal hears at once why nothing happens; scripts keep one line.
+        const note = told ? undefined : unreachableNote(svc, error, attempt, Boolean(process.stderr.isTTY));
+        if (note !== undefined) {
+          told = true;
+          process.stderr.write(note);
+        }
+      },
     });
   }
 
@@ -200,4 +210,21 @@ export function parseDurationFlag(name: string, value: string): bigint {
     if (err instanceof OptionValueError) throw new UsageError(`--${name}: ${err.message}`);
     throw err;
   }
+}
+
+/**
+ * The one notice a terminal gets while an unreachable broker is retried (before the final error,
+ * which only comes when --timeout runs out): from the second failed attempt on, once.
+ */
+export function unreachableNote(svc: Pick<ServiceOptions, 'address' | 'timeoutMs'>, error: unknown, attempt: number, tty: boolean): string | undefined {
+  if (!tty || attempt < 1 || !isUnavailable(error)) return undefined;
+  const detail = cleanGrpcDetails((error as { details?: string }).details) || (error as Error).message;
+  const budget = svc.timeoutMs > 0 ? `for up to ${formatMs(svc.timeoutMs)} (--timeout)` : 'until interrupted (--timeout 0)';
+  return `gazctl: broker ${svc.address} is not answering (${detail}); retrying ${budget}, Ctrl-C to stop\n`;
+}
+
+function formatMs(ms: number): string {
+  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
+  if (ms % 1000 === 0) return `${ms / 1000}s`;
+  return `${ms}ms`;
 }
