@@ -9,6 +9,7 @@
 //   writer (zstd-encode.ts; valid zstd, compressing less than libzstd).
 import { PassThrough, Readable, type Transform } from 'node:stream';
 import * as zlib from 'node:zlib';
+import { pipeline } from 'node:stream/promises';
 
 import { CompressionCodec } from '../protocol/gen/broker/protocol.js';
 import { SnappyFramedEncoder } from './snappy-encode.js';
@@ -66,15 +67,12 @@ export function compressor(codec: CompressionCodec): Transform {
   }
 }
 
-/** Compresses `content` whole with `codec`. */
+/** Compresses `content` whole with `codec`. A failure of the input or the encoder rejects, with both torn down. */
 export async function compressBuffer(codec: CompressionCodec, content: Uint8Array | Iterable<Uint8Array> | AsyncIterable<Uint8Array>): Promise<Buffer> {
-  const c = compressor(codec);
   const src = content instanceof Uint8Array ? Readable.from([content]) : Readable.from(content);
   const out: Buffer[] = [];
-  const done = (async () => {
-    for await (const b of c) out.push(b as Buffer);
-  })();
-  src.pipe(c);
-  await Promise.all([done, new Promise<void>((res, rej) => { src.on('end', res); src.on('error', rej); })]);
+  await pipeline(src, compressor(codec), async (compressed: AsyncIterable<Buffer>) => {
+    for await (const b of compressed) out.push(b);
+  });
   return Buffer.concat(out);
 }

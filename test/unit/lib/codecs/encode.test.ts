@@ -98,6 +98,16 @@ describe('compressor', () => {
     const out = await compressBuffer(CompressionCodec.SNAPPY, [input.subarray(0, 3), input.subarray(3)]);
     assert.equal(sha1(await decodeWith(CompressionCodec.SNAPPY, out)), sha1(input));
   });
+
+  it('compressBuffer rejects with the error of an input that fails part way', async () => {
+    async function* failing() {
+      yield text(1000);
+      throw new Error('input went away');
+    }
+    for (const codec of [CompressionCodec.NONE, CompressionCodec.GZIP, CompressionCodec.ZSTANDARD]) {
+      await assert.rejects(compressBuffer(codec, failing()), /input went away/, CompressionCodec[codec]);
+    }
+  });
 });
 
 describe('system tools read our output', () => {
