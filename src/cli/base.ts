@@ -5,6 +5,7 @@ import { Command } from '@oclif/core';
 import { BrokerStatusError, TransportError } from '../lib/protocol/errors.js';
 import { Status } from '../lib/protocol/gen/broker/protocol.js';
 import { findIniFile, loadIni } from '../lib/config/ini.js';
+import { formatGoDuration } from '../lib/protocol/duration.js';
 import { JournalClient } from '../lib/client/journal-client.js';
 import { isUnavailable } from '../lib/client/retry.js';
 import { cleanGrpcDetails } from '../lib/client/rpc.js';
@@ -137,7 +138,8 @@ export abstract class GazctlCommand extends Command {
   /** Every failure becomes one line on stderr and exit code 1 or 2 (src/cli/exit.ts). */
   /**
    * A JournalClient for the resolved broker options, with --timeout as its default time budget.
-   * Like upstream, RPCs that wait for a service retry quietly; --log.level=debug shows them.
+   * RPCs that wait for a service retry until the budget runs out: quietly, as upstream, except
+   * for one notice on a terminal (unreachableNote); --log.level=debug shows every retry.
    */
   protected journalClient(svc: ServiceOptions = this.serviceOptions('broker')): JournalClient {
     let told = false;
@@ -219,12 +221,6 @@ export function parseDurationFlag(name: string, value: string): bigint {
 export function unreachableNote(svc: Pick<ServiceOptions, 'address' | 'timeoutMs'>, error: unknown, attempt: number, tty: boolean): string | undefined {
   if (!tty || attempt < 1 || !isUnavailable(error)) return undefined;
   const detail = cleanGrpcDetails((error as { details?: string }).details) || (error as Error).message;
-  const budget = svc.timeoutMs > 0 ? `for up to ${formatMs(svc.timeoutMs)} (--timeout)` : 'until interrupted (--timeout 0)';
+  const budget = svc.timeoutMs > 0 ? `for up to ${formatGoDuration(BigInt(svc.timeoutMs) * 1_000_000n)} (--timeout)` : 'until interrupted (--timeout 0)';
   return `gazctl: broker ${svc.address} is not answering (${detail}); retrying ${budget}, Ctrl-C to stop\n`;
-}
-
-function formatMs(ms: number): string {
-  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
-  if (ms % 1000 === 0) return `${ms / 1000}s`;
-  return `${ms}ms`;
 }

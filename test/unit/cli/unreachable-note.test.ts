@@ -26,9 +26,9 @@ describe('the notice while an unreachable broker is retried', () => {
     );
   });
 
-  test('the budget as the flag reads, and none with --timeout 0', () => {
-    assert.match(unreachableNote({ ...svc, timeoutMs: 120_000 }, REFUSED, 1, true)!, /for up to 2m \(--timeout\)/);
-    assert.match(unreachableNote({ ...svc, timeoutMs: 1500 }, REFUSED, 1, true)!, /for up to 1500ms \(--timeout\)/);
+  test('the budget as a Go duration, as the flag takes it, and none with --timeout 0', () => {
+    assert.match(unreachableNote({ ...svc, timeoutMs: 120_000 }, REFUSED, 1, true)!, /for up to 2m0s \(--timeout\)/);
+    assert.match(unreachableNote({ ...svc, timeoutMs: 1500 }, REFUSED, 1, true)!, /for up to 1\.5s \(--timeout\)/);
     assert.match(unreachableNote({ ...svc, timeoutMs: 0 }, REFUSED, 1, true)!, /retrying until interrupted \(--timeout 0\)/);
   });
 
