@@ -16,7 +16,8 @@ import type { FragmentObject } from '../lib/fragment/objects.js';
 import type { ChainMember, JournalForks } from '../lib/fragment/forks.js';
 import { codecFromExtension } from '../lib/protocol/fragment.js';
 import { CompressionCodec, JournalSpec_Suspend_Level, type JournalSpec } from '../lib/protocol/gen/broker/protocol.js';
-import { FileStore, openStore, type FragmentStore } from '../lib/stores/index.js';
+import { FileStore, type FragmentStore } from '../lib/stores/index.js';
+import { openCommandStore } from './stores.js';
 import { Progress } from './progress.js';
 import { mapLimit } from '../lib/concurrency.js';
 
@@ -52,7 +53,7 @@ export class StoreSet {
   /** `open` stands in for openStore (tests). */
   constructor(
     private readonly fileRoot: string | undefined,
-    private readonly open: (url: string) => FragmentStore = (url) => openStore(url, { fileRoot: this.fileRoot }),
+    private readonly open: (url: string) => FragmentStore = (url) => openCommandStore(url, this.fileRoot),
   ) {}
 
   get(url: string): FragmentStore | Error {

@@ -46,8 +46,8 @@ const CASES: Case[] = [
   { name: 'prune: no journal matches', args: [...P, '-l', 'name=bad/none', '--yes', ...ROOT], code: 1, says: [/no journals match selector/] },
 
   // ---- stores ----
-  { name: 'forks: file:// store without --file-root', args: [...F, ...GOOD, '--prune', '--yes'], code: 1, says: [/bad\/good/, /file:\/\/\/s\//, /no local root directory/] },
-  { name: 'prune: file:// store without --file-root', args: [...P, ...GOOD, '--yes'], code: 1, says: [/file:\/\/\/s\//, /no local root directory/] },
+  { name: 'forks: file:// store without --file-root', args: [...F, ...GOOD, '--prune', '--yes'], code: 1, says: [/bad\/good/, /file:\/\/\/s\//, /no local root directory/, /pass --file-root/] },
+  { name: 'prune: file:// store without --file-root', args: [...P, ...GOOD, '--yes'], code: 1, says: [/file:\/\/\/s\//, /no local root directory/, /pass --file-root/] },
   { name: 'forks: --file-root that does not exist (unreachable store)', args: [...F, ...GOOD, '--prune', '--yes', '--file-root', '{root}/missing'], code: 1, says: [/file:\/\/\/s\//, /not reachable/, /--file-root/] },
   { name: 'prune: --file-root that is a file', args: [...P, ...GOOD, '--yes', '--file-root', '{root}/plainfile'], code: 1, says: [/file:\/\/\/s\//, /--file-root/] },
   { name: 'forks: a store scheme without a backend', args: [...F, '-l', 'name=bad/gs', '--prune', '--yes', ...ROOT], code: 1, says: [/bad\/gs/, /gs:\/\//, /no backend/] },

@@ -6,7 +6,8 @@ import { Progress } from '../../cli/progress.js';
 import { verifyFragment, type VerifyOutcome } from '../../lib/client/fragment-verify.js';
 import { GazctlError } from '../../lib/protocol/errors.js';
 import { fragmentContentPath, sumToHex } from '../../lib/protocol/fragment.js';
-import { openStore, type FragmentStore } from '../../lib/stores/index.js';
+import type { FragmentStore } from '../../lib/stores/index.js';
+import { StoreSet } from '../../cli/fragments-plan.js';
 import { CompressionCodec, JournalSpec_Suspend_Level, type Fragment, type FragmentsResponse__Fragment } from '../../lib/protocol/gen/broker/protocol.js';
 import { mapLimit } from '../../lib/concurrency.js';
 
@@ -54,15 +55,8 @@ export default class JournalsFragments extends GazctlCommand {
     const svc = this.serviceOptions('broker');
     const client = this.journalClient(svc);
     const ttlMs = ttl > 0n ? Number(ttl / 1_000_000n) : undefined;
-    const stores = new Map<string, FragmentStore | Error>();
+    const stores = new StoreSet(flags['file-root']);
     const storeFor = (url: string): FragmentStore | undefined => {
-      if (!stores.has(url)) {
-        try {
-          stores.set(url, openStore(url, { fileRoot: flags['file-root'] }));
-        } catch (e) {
-          stores.set(url, e as Error);
-        }
-      }
       const s = stores.get(url);
       return s instanceof Error ? undefined : s;
     };

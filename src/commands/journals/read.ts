@@ -6,7 +6,7 @@ import { Mutex, Output } from '../../cli/output.js';
 import { GazctlError } from '../../lib/protocol/errors.js';
 import { JournalSpec_Suspend_Level, type Fragment } from '../../lib/protocol/gen/broker/protocol.js';
 import type { JournalClient } from '../../lib/client/journal-client.js';
-import { openStore } from '../../lib/stores/index.js';
+import { openCommandStore } from '../../cli/stores.js';
 
 const OPTIONS = options({
   selector: selector(true),
@@ -145,7 +145,7 @@ Offsets: --offsets loads a JSON object {"journal": offset} of where to start; --
         : undefined;
     const client = this.journalClient(svc);
     // Fragments without a signed URL in an s3:// store are read through the S3 client.
-    const storeFor = (url: string) => openStore(url, { fileRoot: flags['file-root'] });
+    const storeFor = (url: string) => openCommandStore(url, flags['file-root']);
     if (windowed) {
       let failure: unknown;
       try {

@@ -104,7 +104,7 @@ describe('fragments-plan', () => {
       assert.match(l.problems[2]!, /^journal acme\/events: store file:\/\/\/b\/: object acme\/events\/notes.txt is not a fragment/);
       for (const p of l.problems) assert.ok(!p.includes('\n'));
       const none = await listJournal(spec(['file:///a/']), new StoreSet(undefined));
-      assert.match(none.problems[0]!, /no local root directory/);
+      assert.match(none.problems[0]!, /no local root directory is configured for file:\/\/ stores \(pass --file-root: /);
     } finally {
       rmSync(join(root, 'b', J, 'notes.txt'));
     }
