@@ -18,6 +18,11 @@ export interface ConfirmOptions {
   ask?: (question: string) => Promise<boolean>;
 }
 
+/** The usage error for --dry-run with --yes, checked before any work (they ask for opposite things). */
+export function checkConfirmFlags(o: { dryRun: boolean; yes: boolean }): void {
+  if (o.dryRun && o.yes) throw new UsageError('--dry-run and --yes contradict each other');
+}
+
 /** Whether to go ahead. False for --dry-run and for a "no" at the prompt. */
 export async function confirmDestructive(o: ConfirmOptions): Promise<boolean> {
   if (o.dryRun) return false;

@@ -219,6 +219,7 @@ describe('reset-head, suspend and store-health (acceptance, 3 Go brokers)', { ti
     for (const [args, code, re] of [
       [['-l', `name=${A}`], 2, /refusing to reset write heads without confirmation/],
       [['-l', 'name=does/not/exist', '--yes'], 1, /no journals match selector/],
+      [['-l', `name=${A}`, '--dry-run', '--yes'], 2, /--dry-run and --yes contradict each other/],
       [['-l', 'name in (a'], 2, /selector/],
       [[], 2, /selector/],
     ] as [string[], number, RegExp][]) {
@@ -231,6 +232,7 @@ describe('reset-head, suspend and store-health (acceptance, 3 Go brokers)', { ti
     const dry = await gzOk(cluster, ['journals', 'reset-head', '-l', `name=${A}`, '--dry-run']);
     const oldA = BigInt(Buffer.byteLength(before1[A]!));
     assert.match(dry.stdout.toString(), new RegExp(`${A}\\s*│\\s*NONE\\s*│\\s*\\d+\\s*│\\s*${oldA}\\s*│\\s*reset`));
+    assert.match(dry.stdout.toString(), /\ndry run: nothing reset\n$/);
     const still = await append(cluster, A, records(`${A}-lost`, 1));
     assert.equal(still.code, 1, describeResult(['append'], still));
 

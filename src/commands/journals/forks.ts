@@ -1,6 +1,6 @@
 import { GazctlCommand, journalsBaseFlags, UsageError } from '../../cli/base.js';
 import { dryRun, selector } from '../../cli/flags.js';
-import { confirmDestructive } from '../../cli/confirm.js';
+import { checkConfirmFlags, confirmDestructive } from '../../cli/confirm.js';
 import { EXIT } from '../../cli/exit.js';
 import { formatOption, humanizeBytes, humanizeTime, renderTable } from '../../cli/render.js';
 import { booleanOption, oclifFlags, optionalStringOption, options } from '../../cli/options.js';
@@ -57,7 +57,7 @@ Each fork is read against the chain: "diverges at" is the first offset where its
     if (!flags.prune && (flags['dry-run'] || flags.yes)) {
       throw new UsageError(`--${flags['dry-run'] ? 'dry-run' : 'yes'} only applies with --prune`);
     }
-    if (flags['dry-run'] && flags.yes) throw new UsageError('--dry-run and --yes contradict each other');
+    checkConfirmFlags({ dryRun: flags['dry-run'], yes: flags.yes });
     const json = flags.format === 'json';
     // With -o json stdout holds the document alone; the plan and summary go to stderr.
     const say = (s: string) => (json ? process.stderr : process.stdout).write(s);

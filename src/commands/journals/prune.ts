@@ -1,6 +1,6 @@
-import { GazctlCommand, journalsBaseFlags, UsageError } from '../../cli/base.js';
+import { GazctlCommand, journalsBaseFlags } from '../../cli/base.js';
 import { dryRun, selector } from '../../cli/flags.js';
-import { confirmDestructive } from '../../cli/confirm.js';
+import { checkConfirmFlags, confirmDestructive } from '../../cli/confirm.js';
 import { EXIT } from '../../cli/exit.js';
 import { renderTable } from '../../cli/render.js';
 import { booleanOption, oclifFlags, optionalStringOption, options } from '../../cli/options.js';
@@ -35,7 +35,7 @@ The plan (count and bytes per journal and store) is printed first; then the comm
 
   async run(): Promise<void> {
     const flags = await this.resolve(OPTIONS);
-    if (flags['dry-run'] && flags.yes) throw new UsageError('--dry-run and --yes contradict each other');
+    checkConfirmFlags({ dryRun: flags['dry-run'], yes: flags.yes });
     const problem = (s: string) => {
       process.stderr.write(`gazctl: ${s}\n`);
       process.exitCode = EXIT.ERROR;

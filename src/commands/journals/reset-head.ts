@@ -1,6 +1,6 @@
 import { GazctlCommand, journalsBaseFlags } from '../../cli/base.js';
 import { dryRun, selector } from '../../cli/flags.js';
-import { confirmDestructive } from '../../cli/confirm.js';
+import { checkConfirmFlags, confirmDestructive } from '../../cli/confirm.js';
 import { formatOption, renderTable } from '../../cli/render.js';
 import { booleanOption, oclifFlags, options } from '../../cli/options.js';
 import { GazctlError } from '../../lib/protocol/errors.js';
@@ -52,6 +52,7 @@ Exit status 1 when a journal could not be reset (raced and skipped journals are 
 
   async run(): Promise<void> {
     const flags = await this.resolve(OPTIONS);
+    checkConfirmFlags({ dryRun: flags['dry-run'], yes: flags.yes });
     const json = flags.format === 'json';
     const client = this.journalClient();
     try {
@@ -84,6 +85,7 @@ Exit status 1 when a journal could not be reset (raced and skipped journals are 
         }));
       if (!go) {
         if (json) process.stdout.write(planJson(rows, false));
+        else if (todo.length > 0) process.stdout.write(flags['dry-run'] ? 'dry run: nothing reset\n' : 'nothing reset\n');
         return;
       }
 

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
-import { confirmDestructive } from '../../../src/cli/confirm.js';
+import { checkConfirmFlags, confirmDestructive } from '../../../src/cli/confirm.js';
 import { UsageError } from '../../../src/cli/exit.js';
 import { Progress, formatBytes } from '../../../src/cli/progress.js';
 
@@ -58,4 +58,9 @@ test('formatBytes', () => {
   assert.equal(formatBytes(1023), '1023 B');
   assert.equal(formatBytes(1536), '1.5 KiB');
   assert.equal(formatBytes(3 * 1024 * 1024), '3.0 MiB');
+});
+
+test('--dry-run with --yes is a usage error, either alone is fine', () => {
+  assert.throws(() => checkConfirmFlags({ dryRun: true, yes: true }), (e: unknown) => e instanceof UsageError && /--dry-run and --yes contradict each other/.test((e as Error).message));
+  for (const [dryRun, yes] of [[true, false], [false, true], [false, false]] as const) checkConfirmFlags({ dryRun, yes });
 });

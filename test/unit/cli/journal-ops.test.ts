@@ -136,7 +136,9 @@ describe('journals reset-head', () => {
     const r = await run(['journals', 'reset-head', '-l', NAMES, '--dry-run']);
     assert.equal(r.code, 0, r.what);
     assert.deepEqual(appends, []);
-    const rows = r.stdout.trimEnd().split('\n').slice(3, -1).map((l) => l.split('│').map((c) => c.trim()).filter(Boolean));
+    const lines = r.stdout.trimEnd().split('\n');
+    assert.equal(lines.at(-1), 'dry run: nothing reset');
+    const rows = lines.slice(3, -2).map((l) => l.split('│').map((c) => c.trim()).filter(Boolean));
     assert.deepEqual(rows.map((c) => c.slice(0, 4)), [
       ['ops/full', 'FULL', '0', 'skip: fully suspended: its fragment index is empty'],
       ['ops/none', 'NONE', '1', '4096'],
