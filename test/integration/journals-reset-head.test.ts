@@ -165,7 +165,7 @@ describe('reset-head, suspend and store-health (acceptance, 3 Go brokers)', { ti
     assert.equal(r.stdout.toString(), '');
 
     for (const [args, code, re] of [
-      [['http://example.com/x/'], 2, /STORE_URL "http:\/\/example\.com\/x\/" scheme "http" is not supported/],
+      [['http://example.com/x/'], 2, /STORE_URL "http:\/\/example\.com\/x\/": scheme "http" is not supported/],
       [['file:///no-slash'], 2, /must end in "\/"/],
       [['file:///', '--check-delete-prefix', 'probe'], 2, /--check-delete-prefix "probe": must end in "\/"/],
       [['file:///', '--check-delete-prefix', '../up/'], 2, /must not contain "\." or "\.\." segments/],

@@ -36,7 +36,7 @@ Prints "Fragment store <url> is healthy" and exits 0, or prints the reason on st
     const { args } = await this.parse(JournalsStoreHealth);
     const store = args.STORE_URL;
     const problem = checkStoreURL(store);
-    if (problem) throw new UsageError(`STORE_URL ${JSON.stringify(store)} ${problem}`);
+    if (problem) throw new UsageError(`STORE_URL ${JSON.stringify(store)}: ${problem}`);
     const prefix = flags['check-delete-prefix'];
     if (prefix !== undefined) {
       const bad = checkDeletePrefix(prefix);
