@@ -13,7 +13,7 @@ export { decodeFragmentStream };
 import { FileStore, openFileURL } from '../stores/file.js';
 import { StoreError } from '../stores/store.js';
 import { RawGet } from './http-get.js';
-import { pieces, PIECE_SIZE } from './piece-pool.js';
+import { alignedReadLength, pageAlignedBuffer, pieces, PIECE_SIZE } from './piece-pool.js';
 import { createObjectInflate, type ObjectInflate } from './gzip-object.js';
 
 /** A direct fragment read failed (HTTP status, I/O, corrupt or mis-sized content). */
@@ -286,7 +286,7 @@ class FileSource implements FragmentSource {
   /** Issues reads of the expected bytes until READS_IN_FLIGHT are in flight. */
   private issue(): void {
     while (this.inFlight.length < READS_IN_FLIGHT && this.aheadLeft > 0) {
-      const n = Math.min(READ_CHUNK, this.aheadLeft);
+      const n = alignedReadLength(this.aheadPos, this.aheadLeft);
       const buf = pieces.get(n);
       const done = this.file.read(buf, 0, n, this.aheadPos);
       done.catch(() => {}); // awaited by next(), or dropped (see drop)
@@ -336,7 +336,7 @@ class FileSource implements FragmentSource {
     }
     // Past the expected length (or after a short read), one byte tells whether the file holds
     // more than it should (a caller that goes on reading anyway gets the rest in full pieces).
-    const n = this.left > 0 ? Math.min(READ_CHUNK, this.left) : this.probed ? READ_CHUNK : 1;
+    const n = this.left > 0 ? alignedReadLength(this.pos, this.left) : this.probed ? READ_CHUNK : 1;
     if (this.left === 0) this.probed = true;
     const buf = pieces.get(n);
     const bytesRead = await this.file.read(buf, 0, n, this.pos);
@@ -464,7 +464,7 @@ async function readBody(res: IncomingMessage, size: number): Promise<Buffer> {
 }
 
 async function readFully(file: LocalFile, size: number): Promise<Buffer> {
-  const buf = size <= PIECE_SIZE ? pieces.get(size) : Buffer.allocUnsafeSlow(size);
+  const buf = size <= PIECE_SIZE ? pieces.get(size) : pageAlignedBuffer(size);
   let at = 0;
   while (at < size) {
     const bytesRead = await file.read(buf, at, size - at, at);

@@ -16,7 +16,7 @@
 import { connect, type Socket } from 'node:net';
 // (A cycle with fragment-fetch.ts, harmless: the class is used only when a request runs.)
 import { DirectReadError } from './fragment-fetch.js';
-import { pieces, PIECE_SIZE } from './piece-pool.js';
+import { pageAlignedBuffer, pieces, PIECE_SIZE } from './piece-pool.js';
 
 /** Bytes of body in each piece handed out (the last may be shorter): one pooled buffer. */
 export const PIECE = PIECE_SIZE;
@@ -187,7 +187,7 @@ export class RawGet {
     this.left = length - body.length;
     this.wholeBody = length <= (this.opts.wholeMax ?? 0);
     const n = this.wholeBody ? Math.max(1, length) : Math.min(PIECE, Math.max(1, length));
-    const first = n <= PIECE ? pieces.get(n) : Buffer.allocUnsafeSlow(n);
+    const first = n <= PIECE ? pieces.get(n) : pageAlignedBuffer(n);
     body.copy(first, 0);
     pieces.release(this.buf); // the head's buffer: no read lands in it any more, nobody else saw it
     this.buf = first;

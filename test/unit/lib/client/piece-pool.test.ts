@@ -13,7 +13,7 @@ import { gzipSync } from 'node:zlib';
 import { CompressionCodec, type Fragment } from '../../../../src/lib/protocol/gen/broker/protocol.js';
 import { JournalClient } from '../../../../src/lib/index.js';
 import { readFragmentRun, type RunItem } from '../../../../src/lib/client/parallel-fetch.js';
-import { PIECE_SIZE, PiecePool, pieces } from '../../../../src/lib/client/piece-pool.js';
+import { alignedReadLength, pageAlignedBuffer, PIECE_OFFSET, PIECE_SIZE, PiecePool, pieces } from '../../../../src/lib/client/piece-pool.js';
 import { Output } from '../../../../src/cli/output.js';
 import { startJournalStub } from '../../../../src/testing/stubs.js';
 import { bytes, fastDelay, fragment, fragmentBroker } from './helpers.js';
@@ -44,7 +44,9 @@ test('a pool hands out views of its buffers, takes back only its own, each once,
   assert.equal(a.length, PIECE_SIZE);
   const b = pool.get(100_000);
   assert.equal(b.length, 100_000);
-  assert.equal(b.buffer.byteLength, PIECE_SIZE);
+  assert.equal(b.buffer.byteLength, PIECE_SIZE + PIECE_OFFSET, 'a page of slack before the piece');
+  assert.equal(b.byteOffset, PIECE_OFFSET);
+  assert.equal(a.byteOffset, PIECE_OFFSET);
   assert.ok(pool.owns(a) && pool.owns(b.subarray(10)));
   assert.throws(() => pool.get(PIECE_SIZE + 1), RangeError);
 
@@ -273,4 +275,23 @@ test('a local NONE fragment ahead of the head reads only a few pieces ahead, the
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
+});
+
+test('pieces start PAGE - 16 bytes into their buffer, and a read inside a page stops at the next page boundary', () => {
+  // glibc gives a buffer of this size memory 16 bytes past a page: the piece then starts on a page.
+  assert.equal(PIECE_OFFSET, 4096 - 16);
+  const big = pageAlignedBuffer(3 * PIECE_SIZE);
+  assert.equal(big.length, 3 * PIECE_SIZE);
+  assert.equal(big.byteOffset, PIECE_OFFSET);
+  assert.equal(big.buffer.byteLength, 3 * PIECE_SIZE + PIECE_OFFSET);
+  assert.equal(pieces.owns(big), false, 'not a pooled buffer');
+  // From a page boundary: whole pieces, and the tail as it is.
+  assert.equal(alignedReadLength(0, 10 * PIECE_SIZE), PIECE_SIZE);
+  assert.equal(alignedReadLength(3 * PIECE_SIZE, 10 * PIECE_SIZE), PIECE_SIZE);
+  assert.equal(alignedReadLength(8192, 100), 100);
+  // From inside a page: up to the next boundary, then whole pieces again.
+  assert.equal(alignedReadLength(17, 10 * PIECE_SIZE), PIECE_SIZE - 17);
+  assert.equal((17 + alignedReadLength(17, 10 * PIECE_SIZE)) % 4096, 0);
+  assert.equal(alignedReadLength(PIECE_SIZE + 4095, 10 * PIECE_SIZE), PIECE_SIZE - 4095);
+  assert.equal(alignedReadLength(17, 1000), 1000, 'the last bytes of a file in one read');
 });
