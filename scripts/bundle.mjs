@@ -90,6 +90,60 @@ const common = {
   metafile: true,
 };
 
+// Node modules that the bundled code requires at the top of a module but a run seldom uses: each
+// becomes a stand-in that requires the real module at its first use (any property read, write
+// or listing), so that a command that never uses one never loads it. Measured on a slow 2-core
+// host, loading them took some 10 ms of every start: node:crypto 6 ms (our token signing and S3
+// code), child_process with dgram and readline (oclif's os and parser helpers), perf_hooks
+// (oclif's timing, used with --debug), http, https and dns (grpc-js' proxy and DNS resolver, our
+// https fallback), none of which a direct read of a plaintext broker and a file store touches.
+// Every use goes through one property read of the stand-in, so this only suits modules whose
+// importers read properties of them (`m.fn(...)`, never `m(...)`): node:assert, a function, stays
+// as it is. A module patched in place (tls.createSecureContext, by src/cli/deferred-ca.ts) is not
+// here either.
+const LAZY_BUILTINS = ['child_process', 'crypto', 'dgram', 'dns', 'http', 'https', 'perf_hooks', 'readline'];
+const LAZY_BUILTIN_HELPER = `function __gazctlLazyBuiltin(name) {
+  let mod;
+  const load = () => mod || (mod = require('node:' + name));
+  return new Proxy({}, {
+    get: (_, k) => load()[k],
+    set: (_, k, v) => { load()[k] = v; return true; },
+    has: (_, k) => k in load(),
+    deleteProperty: (_, k) => delete load()[k],
+    ownKeys: () => Reflect.ownKeys(load()),
+    getOwnPropertyDescriptor: (_, k) => { const d = Reflect.getOwnPropertyDescriptor(load(), k); return d && { ...d, configurable: true }; },
+    defineProperty: (_, k, d) => Reflect.defineProperty(load(), k, d),
+    getPrototypeOf: () => Reflect.getPrototypeOf(load()),
+  });
+}`;
+// esbuild keeps a require() of an external module as it is (an ESM importer's named imports
+// become property reads of it), so each of these is made external under a marker name, which
+// finishBundle() then replaces in the output with the stand-in.
+const LAZY_MARK = '__gazctl_lazy_builtin:';
+const lazyBuiltins = {
+  name: 'lazy-builtins',
+  setup(b) {
+    const filter = new RegExp(`^(node:)?(${LAZY_BUILTINS.join('|')})$`);
+    b.onResolve({ filter }, (args) => ({ path: LAZY_MARK + args.path.replace(/^node:/, ''), external: true }));
+  },
+};
+// A single character outside ASCII anywhere in a bundle file makes V8 hold its whole source as a
+// two-byte string (twice the memory, and a UTF-8 decode at every start). esbuild escapes them in
+// strings but leaves some in regular expression literals (ansis, in oclif, has a raw U+009B in
+// one): each is written as a backslash-u escape, which means the same in a string, a template, a
+// regular expression or an identifier.
+function asciiOnly(text) {
+  return text.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+/** The last touches to a bundle file esbuild wrote: ASCII only, and the lazy Node modules. */
+function finishBundle(file) {
+  const text = asciiOnly(readFileSync(file, 'utf8'));
+  const marked = new RegExp(`require\\("${LAZY_MARK}([a-z_]+)"\\)`, 'g');
+  const out = text.replace(marked, (_, name) => `__gazctlLazyBuiltin(${JSON.stringify(name)})`);
+  if (out.includes(LAZY_MARK)) fail(`${relative(root, file)}: a lazily loaded Node module is used other than through require()`);
+  writeFileSync(file, out);
+}
+
 rmSync(outdir, { recursive: true, force: true });
 mkdirSync(outdir, { recursive: true });
 
@@ -100,10 +154,12 @@ const core = await build({
   ...common,
   stdin: { contents: "module.exports = require('@oclif/core');", resolveDir: root, sourcefile: 'oclif-core-entry.cjs', loader: 'js' },
   outfile: join(outdir, 'oclif-core.cjs'),
+  banner: { js: `${common.banner.js}\n${LAZY_BUILTIN_HELPER}` },
   // oclif reads tsconfig.json with TypeScript only when it looks for TypeScript sources, which
   // bin/run.cjs turns off for the bundle; keep the compiler out.
   external: ['typescript'],
   plugins: [
+    lazyBuiltins,
     {
       // oclif sorts its commands by id with localeCompare as it loads them, for every command
       // run; that first localeCompare of the process sets up an ICU collator, 5-15 ms. The
@@ -134,6 +190,8 @@ const core = await build({
     },
   ],
 });
+
+finishBundle(join(outdir, 'oclif-core.cjs'));
 
 // Parts of commands-impl loaded only when needed, each a bundle file of its own behind a stub
 // that loads it through load.cjs (so with its code cache), as commands.cjs does for the commands:
@@ -171,10 +229,11 @@ const impl = await build({
   ...common,
   stdin: { contents: commandsEntry, resolveDir: distSrc, sourcefile: 'commands-entry.js', loader: 'js' },
   outfile: join(outdir, 'commands-impl.cjs'),
-  banner: { js: `${common.banner.js}\nconst ${BUNDLE_URL} = require('node:url').pathToFileURL(__filename).href;` },
+  banner: { js: `${common.banner.js}\nconst ${BUNDLE_URL} = require('node:url').pathToFileURL(__filename).href;\n${LAZY_BUILTIN_HELPER}` },
   define: { 'import.meta.url': BUNDLE_URL },
   supported: { 'dynamic-import': false },
   plugins: [
+    lazyBuiltins,
     {
       name: 'shared-oclif-core',
       setup(b) {
@@ -198,6 +257,8 @@ const impl = await build({
   ],
 });
 
+finishBundle(join(outdir, 'commands-impl.cjs'));
+
 // The lazily loaded parts must not have been bundled with the commands after all (a static
 // import of the SDK or of a prompt package somewhere would do that, silently).
 const implInputs = Object.keys(impl.metafile.inputs);
@@ -209,6 +270,7 @@ for (const part of LAZY) {
 const lazyBuilds = [];
 for (const part of LAZY) {
   lazyBuilds.push(await build({ ...common, ...part.entry, outfile: join(outdir, `${part.name}-impl.cjs`) }));
+  finishBundle(join(outdir, `${part.name}-impl.cjs`));
   writeFileSync(
     join(outdir, `${part.name}.cjs`),
     `'use strict';\n// Loads ${part.name}-impl.cjs with the code cache (only when it is needed).\n` +
