@@ -1,10 +1,9 @@
 // Copied to dist/bundle/load.cjs by scripts/bundle.mjs. Loads a bundle file as a CommonJS module
 // (the same wrapper, `require`, `module`, `__filename` and `__dirname` Node gives a .cjs file),
 // compiling it with the V8 code cache stored next to it in `<file>.v8cache` when that cache was
-// made from exactly this file (its length and CRC-32, or SHA-1 where this Node's zlib has no
-// crc32) by this Node/V8 version. Any mismatch just
-// means V8 compiles from source as usual. scripts/bundle.mjs writes the caches by running a
-// few commands with GAZCTL_WRITE_CODE_CACHE=1, which writes every loaded file's cache at exit.
+// made from exactly this file (see identify) by this Node/V8 version. Any mismatch just means V8
+// compiles from source as usual. scripts/bundle.mjs writes the caches by running a few commands
+// with GAZCTL_WRITE_CODE_CACHE=1, which writes every loaded file's cache at exit.
 'use strict';
 const { closeSync, fstatSync, openSync, readSync, realpathSync, renameSync, writeFileSync } = require('node:fs');
 const { isAscii } = require('node:buffer');

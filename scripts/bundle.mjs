@@ -92,15 +92,16 @@ const common = {
 
 // Node modules that the bundled code requires at the top of a module but a run seldom uses: each
 // becomes a stand-in that requires the real module at its first use (any property read, write
-// or listing), so that a command that never uses one never loads it. Measured on a slow 2-core
-// host, loading them took some 10 ms of every start: node:crypto 6 ms (our token signing and S3
-// code), child_process with dgram and readline (oclif's os and parser helpers), perf_hooks
-// (oclif's timing, used with --debug), http, https and dns (grpc-js' proxy and DNS resolver, our
-// https fallback), none of which a direct read of a plaintext broker and a file store touches.
-// Every use goes through one property read of the stand-in, so this only suits modules whose
-// importers read properties of them (`m.fn(...)`, never `m(...)`): node:assert, a function, stays
-// as it is. A module patched in place (tls.createSecureContext, by src/cli/deferred-ca.ts) is not
-// here either.
+// or listing), so that a command that never uses one never loads it: node:crypto (our token
+// signing and S3 code), node:https and node:http (our https fallback, grpc-js' proxy support),
+// node:dns (grpc-js' resolver), node:readline (oclif's parser), node:perf_hooks (oclif's timing,
+// used with --debug), node:child_process and node:dgram (oclif's os helpers, our editor). Some load
+// anyway (Node's http2 loads crypto and http, grpc-js reads dns as it loads, oclif copies
+// child_process's exports); a direct read of a plaintext broker still skips https, readline and
+// perf_hooks, some 2-3 ms on a slow host. Every use goes through a property of the stand-in, so
+// this only suits modules whose importers read properties of them (`m.fn(...)`, never `m(...)`):
+// node:assert, a function, stays as it is, and so does a module patched in place (node:tls, whose
+// createSecureContext src/cli/deferred-ca.ts replaces).
 const LAZY_BUILTINS = ['child_process', 'crypto', 'dgram', 'dns', 'http', 'https', 'perf_hooks', 'readline'];
 const LAZY_BUILTIN_HELPER = `function __gazctlLazyBuiltin(name) {
   let mod;
