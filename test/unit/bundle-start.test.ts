@@ -10,41 +10,19 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { ServerWritableStream } from '@grpc/grpc-js';
 
-import { ListResponse, Status, type ListRequest } from '../../src/lib/protocol/gen/broker/protocol.js';
-import { startJournalStub, stubHeader, type StubServer } from '../../src/testing/stubs.js';
 import { REPO_ROOT, describeResult, runGazctl } from '../helpers/cli.js';
+import { startStubBroker, type StubBroker } from '../helpers/stub-broker.js';
 
 const BUNDLE = join(REPO_ROOT, 'dist', 'bundle');
 const KEY = Buffer.from('bundle-start-test-key');
 
-let broker: StubServer;
+let broker: StubBroker;
 let work: string;
 let preload: string;
-const authorizations: string[] = [];
 
 before(async () => {
-  broker = await startJournalStub({
-    list: (call: ServerWritableStream<ListRequest, ListResponse>) => {
-      authorizations.push(String(call.metadata.get('authorization')[0] ?? ''));
-      call.write(
-        ListResponse.fromPartial({
-          status: Status.OK,
-          header: stubHeader({ revision: 3n }),
-          journals: [
-            {
-              spec: { name: 'start/one', replication: 1, fragment: { length: 1024n, stores: ['file:///'] } },
-              mod_revision: 2n,
-              create_revision: 2n,
-              route: { members: [{ zone: 'local', suffix: 'stub' }], primary: 0, endpoints: [] },
-            },
-          ],
-        }),
-      );
-      call.end();
-    },
-  });
+  broker = await startStubBroker([{ name: 'start/one' }]);
   work = mkdtempSync(join(tmpdir(), 'gazctl-start-'));
   preload = join(work, 'builtins.cjs');
   // At exit: the Node modules the process loaded (public ones, as Node lists them).
@@ -101,8 +79,9 @@ describe('start-up of the CLI bundle', () => {
   });
 
   test('a command that uses a lazily loaded module gets the real one: the token is signed with node:crypto', async () => {
-    authorizations.length = 0;
+    const before = broker.calls.length;
     await listRun(['--broker.auth-keys', KEY.toString('base64')]);
+    const authorizations = broker.calls.slice(before).map((c) => c.authorization ?? '');
     assert.equal(authorizations.length, 1, authorizations.join('\n'));
     const m = /^Bearer ([\w-]+)\.([\w-]+)\.([\w-]+)$/.exec(authorizations[0]!);
     assert.ok(m, authorizations[0]);
