@@ -101,7 +101,7 @@ test('lean unary: a refused call has the code, details and trailers grpc-js give
       assert.ok(Math.abs(Date.parse(String(dates[0])) - Date.parse(String(dates[1]))) <= 5000, `dates ${dates.join(' / ')}`);
       const undated = (o: Outcome): Outcome => ({ ...o, trailers: Object.fromEntries(Object.entries(o.trailers ?? {}).filter(([k]) => k !== 'date')) });
       assert.deepEqual(undated(lean), undated(grpc));
-      assert.equal(undated(lean).trailers?.['x-why'], 'because');
+      assert.equal(lean.trailers?.['x-why'], 'because');
     },
   );
 });
