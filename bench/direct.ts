@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 
 import { JournalClient } from '../src/lib/client/index.js';
+import { nativeInflate, nativeInflateMissing } from '../src/lib/client/native-inflate.js';
 import { nanosToDuration } from '../src/lib/protocol/duration.js';
 import { CompressionCodec, JournalSpec } from '../src/lib/protocol/gen/broker/protocol.js';
 import { haveS3Server, pollUntil, startCluster, startS3, waitForJournalsAssigned, type Cluster } from '../src/testing/index.js';
@@ -89,6 +90,12 @@ export async function benchDirect(o: DirectBenchOptions): Promise<void> {
   // drops it (it is never persisted), so the journal holds exactly the two files.
   const size = statSync(noneFile).size + statSync(gzipFile).size;
   const sha256 = await hashFiles([noneFile, gzipFile]);
+  const native = nativeInflate();
+  console.log(
+    native
+      ? `\n(direct: ours inflates GZIP fragments with libdeflate ${native.libdeflate}, the native inflate; GAZCTL_NATIVE_INFLATE=0 measures zlib's)`
+      : `\n(direct: ours inflates GZIP fragments with zlib: ${nativeInflateMissing()})`,
+  );
   const kinds: StoreKind[] = haveS3Server() ? ['file', 's3'] : ['file'];
   if (kinds.length === 1) console.log('\n(direct: no S3 server built, so the s3:// case is left out; see scripts/install-peers.sh)');
   for (const kind of kinds) await benchDirectOn(kind, o, { noneFile, gzipFile, noneMb, gzipMb, size, sha256 });

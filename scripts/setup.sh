@@ -18,10 +18,13 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   npm ci --no-audit --no-fund
 fi
 
-# Debian packages: etcd-server (3.4) for our brokers; zstd because the codec tests check our
+# Debian packages: etcd-server (3.4) for our brokers, libdeflate-dev (below); zstd because the codec tests check our
 # gzip and zstd output with the system tools.
 apt_pkgs=()
 [ -x /usr/bin/etcd ] || apt_pkgs+=(etcd-server)
+# libdeflate-dev: the optional native inflate of direct reads (scripts/build-native.mjs); the
+# tests require it to be built.
+[ -f /usr/include/libdeflate.h ] || apt_pkgs+=(libdeflate-dev)
 if [ "$what" = all ] && ! command -v zstd >/dev/null 2>&1; then apt_pkgs+=(zstd); fi
 if [ ${#apt_pkgs[@]} -gt 0 ]; then
   if ! command -v apt-get >/dev/null 2>&1; then

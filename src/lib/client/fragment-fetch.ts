@@ -377,6 +377,8 @@ class WholeGzipSource implements FragmentSource {
   constructor(
     private readonly load: () => Promise<Buffer>,
     private readonly release: () => void,
+    /** The fragment's content length (end - begin): the native inflate's output buffer. */
+    private readonly contentLength: number,
   ) {}
 
   private wake(): void {
@@ -395,9 +397,10 @@ class WholeGzipSource implements FragmentSource {
     }
     if (this.state !== 'loading') return; // closed meanwhile
     this.state = 'inflating';
-    // Into pooled pieces where this Node allows it (pooled-gunzip.ts), PIECE_SIZE either way, and
-    // checked with the native CRC-32 where it loads (gzip-object.ts).
-    const g = createObjectInflate();
+    // By libdeflate into one pooled buffer where the native inflate is built; else into pooled
+    // pieces where this Node allows it (pooled-gunzip.ts), PIECE_SIZE either way, and checked with
+    // the native CRC-32 where it loads (gzip-object.ts).
+    const g = createObjectInflate(this.contentLength);
     this.inflate = g;
     g.on('data', (c: Buffer) => {
       this.out.push(c);
@@ -498,7 +501,7 @@ export async function openFragmentSource(
   // Plain http:// URLs: the lean GET of http-get.ts where the answer is one it handles.
   if (u?.protocol === 'http:' && codec === CompressionCodec.GZIP && length <= whole) {
     const g = await RawGet.open(u, { accept: 'gzip', encodings: ['', 'identity', 'gzip'], wholeMax: WHOLE_MAX, maxBody: WHOLE_MAX, signal: opts.signal });
-    if (g) return new WholeGzipSource(() => g.whole(), () => g.close());
+    if (g) return new WholeGzipSource(() => g.whole(), () => g.close(), length);
   }
   if (u?.protocol === 'http:' && raw) {
     const g = await RawGet.open(u, { accept: 'identity', encodings: ['', 'identity'], signal: opts.signal });
@@ -508,7 +511,7 @@ export async function openFragmentSource(
     // A signed URL of a GZIP object: the body is the stored gzip, small next to its content.
     const res = await httpGet(u, 'gzip', opts.signal);
     const size = Number(res.headers['content-length'] ?? NaN);
-    if (Number.isSafeInteger(size) && size <= WHOLE_MAX) return new WholeGzipSource(() => readBody(res, size), () => void res.destroy());
+    if (Number.isSafeInteger(size) && size <= WHOLE_MAX) return new WholeGzipSource(() => readBody(res, size), () => void res.destroy(), length);
     return new StreamSource(decodeFragmentStream(res, codec, false), 0n, opts.signal);
   }
   if (u?.protocol !== 'file:' || !opts.fileRoot || !(raw || gzip)) {
@@ -532,7 +535,7 @@ export async function openFragmentSource(
   try {
     const size = await file.size();
     if (length <= whole && size <= WHOLE_MAX) {
-      return new WholeGzipSource(() => readFully(file, size), () => file.close());
+      return new WholeGzipSource(() => readFully(file, size), () => file.close(), length);
     }
   } catch (e) {
     file.close();

@@ -25,7 +25,8 @@
 import { EventEmitter } from 'node:events';
 import type * as zlib from 'node:zlib';
 import { fastCrc32, type Crc32 } from './crc32.js';
-import { pieces } from './piece-pool.js';
+import { nativeInflate, type NativeInflate } from './native-inflate.js';
+import { PIECE_SIZE, pieces } from './piece-pool.js';
 import { createPooledGunzip, createPooledInflateRaw } from './pooled-gunzip.js';
 
 /** What a whole-object inflate looks like to its user: a gunzip stream's events and end/destroy. */
@@ -41,10 +42,19 @@ export interface ObjectInflate {
 
 /**
  * An inflate of one whole GZIP object into pooled pieces (each piece emitted is released with
- * `pieces.release` once used, as with createPooledGunzip): checked with the native CRC-32 where it
- * loads and pooled raw inflate streams work on this Node, else a pooled gunzip stream.
+ * `pieces.release` once used, as with createPooledGunzip). Given the content's length (a
+ * fragment's end less its begin), by the native inflate where it is built (native-inflate.ts);
+ * otherwise, or for an object the native inflate leaves to zlib: checked with the native CRC-32
+ * where it loads and pooled raw inflate streams work on this Node, else a pooled gunzip stream.
  */
-export function createObjectInflate(): ObjectInflate {
+export function createObjectInflate(contentLength?: number): ObjectInflate {
+  const native = contentLength !== undefined && contentLength > 0 ? nativeInflate() : undefined;
+  if (native) return new NativeObject(native, contentLength!);
+  return createZlibObjectInflate();
+}
+
+/** The zlib inflate of createObjectInflate (see there). */
+function createZlibObjectInflate(): ObjectInflate {
   const crc32 = fastCrc32();
   if (crc32 !== undefined) {
     const probe = createPooledInflateRaw();
@@ -165,5 +175,84 @@ class GzipMembers extends EventEmitter implements ObjectInflate {
     g.on('error', (e: Error) => this.fail(e));
     g.on('end', () => this.finish());
     g.end(from);
+  }
+}
+
+/**
+ * A whole GZIP object inflated by libdeflate (native-inflate.ts) into one pooled buffer of its
+ * content length, on the thread pool, then handed out as views of at most PIECE_SIZE bytes (each
+ * released as a piece; the buffer goes back to the pool with the last of them). Nothing comes out
+ * before the whole object has inflated and every member's CRC-32 and length have been checked:
+ * where libdeflate leaves the object to zlib (an unusual header, any corruption, content longer
+ * than the fragment says), the zlib inflate takes it from the start, and what comes out, content
+ * and error alike, is exactly what it gives.
+ */
+class NativeObject extends EventEmitter implements ObjectInflate {
+  private started = false;
+  private over = false;
+  private zlib: ObjectInflate | undefined;
+
+  constructor(
+    private readonly native: NativeInflate,
+    private readonly length: number,
+  ) {
+    super();
+  }
+
+  end(stored: Buffer): void {
+    if (this.started) throw new Error('a GZIP object inflate takes one object');
+    this.started = true;
+    const out = pieces.getWhole(this.length);
+    this.native.inflate(stored, out).then(
+      (n) => {
+        // The thread pool is done with both buffers.
+        if (this.over || n < 0) {
+          pieces.release(out);
+          if (!this.over) this.byZlib(stored);
+          return;
+        }
+        const views: Buffer[] = [];
+        for (let at = 0; at < n; at += PIECE_SIZE) views.push(out.subarray(at, Math.min(at + PIECE_SIZE, n)));
+        if (views.length === 0) pieces.release(out);
+        for (let i = 1; i < views.length; i++) pieces.retain(out);
+        for (const v of views) {
+          if (this.over) pieces.release(v);
+          else this.emit('data', v);
+        }
+        this.close('end');
+      },
+      (e: Error) => {
+        // The work never ran: the buffers were not touched.
+        pieces.release(out);
+        this.close('error', e);
+      },
+    );
+  }
+
+  destroy(): void {
+    if (this.over) return;
+    this.zlib?.destroy();
+    this.close();
+  }
+
+  private close(how?: 'end' | 'error', err?: Error): void {
+    if (this.over) return;
+    this.over = true;
+    if (how === 'error') this.emit('error', err);
+    else if (how === 'end') this.emit('end');
+    this.emit('close');
+  }
+
+  /** Inflates `stored` with zlib instead, passing on what comes out. */
+  private byZlib(stored: Buffer): void {
+    const z = createZlibObjectInflate();
+    this.zlib = z;
+    z.on('data', (piece: Buffer) => {
+      if (this.over) pieces.release(piece);
+      else this.emit('data', piece);
+    });
+    z.on('error', (e: Error) => this.close('error', e));
+    z.on('end', () => this.close('end'));
+    z.end(stored);
   }
 }

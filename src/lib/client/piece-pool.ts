@@ -74,8 +74,19 @@ export function alignedReadLength(position: number, left: number): number {
   return Math.min(PIECE_SIZE - (position % PAGE), left);
 }
 
+/**
+ * Bytes of whole-content buffers (`getWhole`) kept free at most; more are left to the garbage
+ * collector. A direct read holds one such buffer per GZIP fragment open and one or two more whose
+ * views are still being written out: with the default 3 fragments open and the benchmark's 8 MiB
+ * fragments, 64 MiB keeps every one of them for reuse.
+ */
+const KEEP_WHOLE_BYTES = 64 << 20;
+
 export class PiecePool {
   private readonly free: ArrayBuffer[] = [];
+  /** Free whole-content buffers (see getWhole), each bigger than a piece's buffer. */
+  private readonly freeWhole: ArrayBuffer[] = [];
+  private freeWholeBytes = 0;
   /** Buffers this pool made (and may take back). */
   private readonly made = new WeakSet<ArrayBufferLike>();
   /** Made buffers currently in `free`. */
@@ -95,6 +106,35 @@ export class PiecePool {
       this.isFree.delete(ab);
     } else {
       ab = Buffer.allocUnsafeSlow(PIECE_SIZE + PIECE_OFFSET).buffer as ArrayBuffer;
+      this.made.add(ab);
+    }
+    this.refs.set(ab, 1);
+    return Buffer.from(ab, PIECE_OFFSET, n);
+  }
+
+  /**
+   * A buffer of `n` bytes (more than PIECE_SIZE) for a whole object's content (the native inflate
+   * of a GZIP fragment writes it in one go), laid out as pieces are (it starts PIECE_OFFSET into
+   * its allocation): a free one of at least `n` bytes (the smallest) when there is one, else a new
+   * one of `n` rounded up to a whole number of pieces, so that the next fragment of about the same
+   * size fits it. Hand out pieces of it with `retain` (each view of it counts as one piece) and
+   * give it back with `release`, as for `get`.
+   */
+  getWhole(n: number): Buffer {
+    if (n <= PIECE_SIZE) return this.get(n);
+    let best = -1;
+    for (let i = 0; i < this.freeWhole.length; i++) {
+      const len = this.freeWhole[i]!.byteLength;
+      if (len - PIECE_OFFSET >= n && (best < 0 || len < this.freeWhole[best]!.byteLength)) best = i;
+    }
+    let ab: ArrayBuffer;
+    if (best >= 0) {
+      ab = this.freeWhole.splice(best, 1)[0]!;
+      this.freeWholeBytes -= ab.byteLength;
+      this.isFree.delete(ab);
+    } else {
+      const cap = Math.ceil(n / PIECE_SIZE) * PIECE_SIZE;
+      ab = Buffer.allocUnsafeSlow(cap + PIECE_OFFSET).buffer as ArrayBuffer;
       this.made.add(ab);
     }
     this.refs.set(ab, 1);
@@ -125,6 +165,17 @@ export class PiecePool {
       return;
     }
     this.refs.delete(ab);
+    if (ab.byteLength > PIECE_SIZE + PIECE_OFFSET) {
+      // A whole-content buffer (getWhole): kept while the free ones stay under their budget.
+      if (this.freeWholeBytes + ab.byteLength > KEEP_WHOLE_BYTES) {
+        this.made.delete(ab);
+        return;
+      }
+      this.isFree.add(ab);
+      this.freeWhole.push(ab as ArrayBuffer);
+      this.freeWholeBytes += ab.byteLength;
+      return;
+    }
     if (this.free.length >= KEEP) {
       // Left to the garbage collector: it is no longer ours to hand out or take back.
       this.made.delete(ab);
@@ -142,6 +193,11 @@ export class PiecePool {
   /** Free buffers held (tests). */
   get freeCount(): number {
     return this.free.length;
+  }
+
+  /** Free whole-content buffers held (tests). */
+  get freeWholeCount(): number {
+    return this.freeWhole.length;
   }
 }
 

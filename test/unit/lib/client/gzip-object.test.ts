@@ -9,46 +9,9 @@ import { createGunzip, crc32 as zlibCrc32, gzipSync, gunzipSync } from 'node:zli
 import { fastCrc32 } from '../../../../src/lib/client/crc32.js';
 import { createObjectInflate, plainHeaderEnd, type ObjectInflate } from '../../../../src/lib/client/gzip-object.js';
 import { PIECE_SIZE, pieces } from '../../../../src/lib/client/piece-pool.js';
-import { corruptGzip, gzipShapes, inflateAll, textLines } from './gzip-shapes.js';
+import { assertFailsAsGunzip, corruptObjects, gzipMember as member, gzipShapes, headerShapes, inflateAll, textLines } from './gzip-shapes.js';
 
-/** A member with the given header fields (flags FEXTRA 4, FNAME 8, FCOMMENT 16, FHCRC 2). */
-function member(content: Buffer, f: { extra?: Buffer; name?: string; comment?: string; hcrc?: boolean }): Buffer {
-  const plain = gzipSync(content);
-  let flags = 0;
-  const parts: Buffer[] = [];
-  if (f.extra) {
-    flags |= 4;
-    const len = Buffer.alloc(2);
-    len.writeUInt16LE(f.extra.length);
-    parts.push(len, f.extra);
-  }
-  if (f.name !== undefined) {
-    flags |= 8;
-    parts.push(Buffer.from(`${f.name}\0`, 'latin1'));
-  }
-  if (f.comment !== undefined) {
-    flags |= 16;
-    parts.push(Buffer.from(`${f.comment}\0`, 'latin1'));
-  }
-  const head = Buffer.from(plain.subarray(0, 10));
-  if (f.hcrc) flags |= 2;
-  head[3] = flags;
-  const header = Buffer.concat([head, ...parts]);
-  const hcrc = Buffer.alloc(f.hcrc ? 2 : 0);
-  if (f.hcrc) hcrc.writeUInt16LE(zlibCrc32(header) & 0xffff);
-  return Buffer.concat([header, hcrc, plain.subarray(10)]);
-}
-
-const SHAPES: [string, Buffer][] = [
-  ...gzipShapes(),
-  ['a file name', member(textLines(400_000, 12), { name: '0000-0400.raw' })],
-  ['a comment and a name', member(textLines(400_000, 13), { name: 'n', comment: 'a comment' })],
-  ['an extra field', member(textLines(400_000, 14), { extra: Buffer.from('AB\x04\x00wxyz', 'latin1') })],
-  ['an empty extra field, then a plain member', Buffer.concat([member(textLines(10_000, 15), { extra: Buffer.alloc(0) }), gzipSync(textLines(20_000, 16))])],
-  ['a header CRC (left to zlib), after a plain member', Buffer.concat([gzipSync(textLines(30_000, 17)), member(textLines(400_000, 18), { hcrc: true, name: 'x' })])],
-  ['zero padding after the last member', Buffer.concat([gzipSync(textLines(100_000, 19)), Buffer.alloc(1000)])],
-  ['a zero byte, then anything', Buffer.concat([gzipSync(textLines(100_000, 20)), Buffer.from([0, 0x1f, 0x8b, 1, 2, 3])])],
-];
+const SHAPES: [string, Buffer][] = [...gzipShapes(), ...headerShapes()];
 
 test('the native CRC-32 loads here, and is the gzip CRC-32 continued across pieces', () => {
   const crc = fastCrc32();
@@ -95,41 +58,8 @@ for (const [name, stored] of SHAPES) {
   });
 }
 
-/** The shared corrupt objects, and more cases around headers and trailers. */
-function corrupt(): [string, Buffer][] {
-  const { a, good, flip, cases } = corruptGzip();
-  const badHcrc = member(textLines(1000, 23), { hcrc: true });
-  badHcrc[10] = badHcrc[10]! ^ 1;
-  return [
-    ...cases,
-    ['empty', Buffer.alloc(0)],
-    ['truncated inside the first header', good.subarray(0, 6)],
-    ['truncated right after the first deflate data', good.subarray(0, a.length - 8)],
-    ['truncated inside the first trailer', good.subarray(0, a.length - 3)],
-    ['truncated inside the second header', good.subarray(0, a.length + 5)],
-    ['a corrupt second header', flip(a.length + 2)],
-    ['reserved flags in the first header', flip(3)],
-    ['a bad header CRC', badHcrc],
-  ];
-}
-
-for (const [name, stored] of corrupt()) {
-  test(`a corrupt object fails as a plain gunzip stream fails: ${name}`, async () => {
-    const plain = await inflateAll(createGunzip({ chunkSize: PIECE_SIZE }), stored);
-    assert.ok(plain.error, 'the case is corrupt');
-    const got = await inflateAll(createObjectInflate(), stored);
-    assert.equal(got.error?.message, plain.error.message);
-    assert.equal((got.error as NodeJS.ErrnoException | undefined)?.code, (plain.error as NodeJS.ErrnoException).code);
-    assert.equal((got.error as NodeJS.ErrnoException | undefined)?.errno, (plain.error as NodeJS.ErrnoException).errno);
-    // Content of the object, in order, before the failure: one output is a start of the other
-    // (how much comes out first depends on where zlib's calls were cut).
-    const g = Buffer.concat(got.chunks);
-    const p = Buffer.concat(plain.chunks);
-    const short = g.length <= p.length ? g : p;
-    const long = g.length <= p.length ? p : g;
-    assert.ok(long.subarray(0, short.length).equals(short), `${g.length} bytes before the failure, a plain gunzip ${p.length}`);
-    for (const c of got.chunks) pieces.release(c);
-  });
+for (const [name, stored] of corruptObjects()) {
+  test(`a corrupt object fails as a plain gunzip stream fails: ${name}`, () => assertFailsAsGunzip(createObjectInflate(), stored));
 }
 
 test('a bad checksum fails after the member content, never with a wrong byte accepted', async () => {
