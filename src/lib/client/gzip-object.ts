@@ -203,7 +203,15 @@ class NativeObject extends EventEmitter implements ObjectInflate {
     if (this.started) throw new Error('a GZIP object inflate takes one object');
     this.started = true;
     const out = pieces.getWhole(this.length);
-    this.native.inflate(stored, out).then(
+    let work: Promise<number>;
+    try {
+      work = this.native.inflate(stored, out);
+    } catch {
+      // Not queued (the module refused the call): the buffers were not touched.
+      pieces.release(out);
+      return this.byZlib(stored);
+    }
+    work.then(
       (n) => {
         // The thread pool is done with both buffers.
         if (this.over || n < 0) {
