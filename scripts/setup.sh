@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what gazctl needs on a fresh machine, then builds.
 #
-#   scripts/setup.sh demo   npm packages and Debian's etcd-server: all the demo needs (it runs
-#                           on our own brokers), no Go toolchain.
+#   scripts/setup.sh demo   npm packages, Debian's etcd-server and libdeflate-dev: all the demo
+#                           needs (it runs on our own brokers), no Go toolchain.
 #   scripts/setup.sh [all]  the above, plus what the tests and benchmarks need: zstd, and the
 #                           reference Go peers (gazette broker, Go gazctl, etcd 3.6, versitygw)
 #                           built from the Go module proxy.
@@ -18,12 +18,11 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   npm ci --no-audit --no-fund
 fi
 
-# Debian packages: etcd-server (3.4) for our brokers, libdeflate-dev (below); zstd because the codec tests check our
-# gzip and zstd output with the system tools.
+# Debian packages: etcd-server (3.4) for our brokers; libdeflate-dev for the optional native
+# inflate of direct reads (scripts/build-native.mjs; the tests require it to be built); zstd
+# because the codec tests check our gzip and zstd output with the system tools.
 apt_pkgs=()
 [ -x /usr/bin/etcd ] || apt_pkgs+=(etcd-server)
-# libdeflate-dev: the optional native inflate of direct reads (scripts/build-native.mjs); the
-# tests require it to be built.
 [ -f /usr/include/libdeflate.h ] || apt_pkgs+=(libdeflate-dev)
 if [ "$what" = all ] && ! command -v zstd >/dev/null 2>&1; then apt_pkgs+=(zstd); fi
 if [ ${#apt_pkgs[@]} -gt 0 ]; then

@@ -357,14 +357,17 @@ class FileSource implements FragmentSource {
 }
 
 /**
- * A GZIP object loaded whole (from a file, or an HTTP body) and inflated by one zlib stream fed
- * the whole object at once: the inflating runs on libuv's thread pool from start to end without
- * waiting for the main thread (the stream is flowing, and its output is taken as it comes), so
- * several such fragments inflate in parallel. Pieces are handed out as zlib produces them, rather
- * than once the whole content is inflated: the head fragment's content is written out while it
- * is inflated, and holds less memory (measured on the benchmark's GZIP half: peak RSS some 40 MiB
- * lower, and half the page faults). As with any streamed decompression, a corrupt object fails
- * at the point where zlib notices (its checksum is checked at the end of the object).
+ * A GZIP object loaded whole (from a file, or an HTTP body) and inflated in one go on libuv's
+ * thread pool, so that several such fragments inflate in parallel (createObjectInflate):
+ *   * where the native inflate is built (native-inflate.ts), by libdeflate into one buffer of the
+ *     fragment's content length, handed out once the whole object has inflated and been checked;
+ *   * otherwise (or for an object libdeflate leaves to zlib), by one zlib stream fed the whole
+ *     object at once, which runs from start to end without waiting for the main thread (the stream
+ *     is flowing, and its output is taken as it comes). Its pieces are handed out as zlib produces
+ *     them: the head fragment's content is written out while it is inflated, and holds less memory
+ *     (measured on the benchmark's GZIP half: peak RSS some 40 MiB lower, and half the page faults,
+ *     than holding it whole in fresh memory). As with any streamed decompression, a corrupt object
+ *     fails at the point where zlib notices (its checksum is checked at the end of the object).
  */
 class WholeGzipSource implements FragmentSource {
   readonly skipped = 0n;

@@ -219,11 +219,12 @@ class NativeObject extends EventEmitter implements ObjectInflate {
           if (!this.over) this.byZlib(stored);
           return;
         }
-        const views: Buffer[] = [];
-        for (let at = 0; at < n; at += PIECE_SIZE) views.push(out.subarray(at, Math.min(at + PIECE_SIZE, n)));
-        if (views.length === 0) pieces.release(out);
-        for (let i = 1; i < views.length; i++) pieces.retain(out);
-        for (const v of views) {
+        // One piece of the pool per view (the first is `out` itself; none: give it back).
+        const views = Math.ceil(n / PIECE_SIZE);
+        if (views === 0) pieces.release(out);
+        for (let i = 1; i < views; i++) pieces.retain(out);
+        for (let at = 0; at < n; at += PIECE_SIZE) {
+          const v = out.subarray(at, Math.min(at + PIECE_SIZE, n));
           if (this.over) pieces.release(v);
           else this.emit('data', v);
         }

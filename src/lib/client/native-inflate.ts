@@ -59,7 +59,7 @@ export function nativeInflate(): NativeInflate | undefined {
   return loaded ?? undefined;
 }
 
-/** Why nativeInflate() is undefined ('' while it is loaded or not yet looked for). */
+/** Why nativeInflate() is undefined ('' where it loaded); looks for the module first if need be. */
 export function nativeInflateMissing(): string {
   nativeInflate();
   return loaded ? '' : why;
