@@ -92,6 +92,11 @@ type GroupValues = OptionValues<typeof journalsOptions> & Partial<OptionValues<t
 export abstract class GazctlCommand extends Command {
   /** `journals` or `shards`: names the option group and the gazctl.ini sections. */
   static group: 'journals' | 'shards' = 'journals';
+  /**
+   * The gazctl.ini section of the command's own options, where it is not `<group>.<sub-command>`
+   * (a command whose upstream name is its alias, e.g. `shards prune-log` reads `[shards.prune]`).
+   */
+  static iniSection?: string;
 
   protected log_!: Logger;
   protected global!: GroupValues;
@@ -114,7 +119,7 @@ export abstract class GazctlCommand extends Command {
     const groupSet = group === 'journals' ? journalsOptions : shardsOptions;
     this.global = resolveOptions(groupSet, { argv, given, ini, env: process.env, group }) as GroupValues;
     this.log_ = new Logger(this.global['log.level'], this.global['log.format']);
-    const section = `${group}.${String(ctor.id ?? '').split(/[: ]/).slice(1).join('.')}`;
+    const section = ctor.iniSection ?? `${group}.${String(ctor.id ?? '').split(/[: ]/).slice(1).join('.')}`;
     return resolveOptions(opts, { argv, given, ini, env: process.env, group, section });
   }
 
