@@ -36,10 +36,16 @@ export interface ShardSetEntry {
   revision?: bigint;
 }
 
-/** A shard set: `common` fields (its `id` is ignored) and the shards, in document order. */
+/**
+ * A shard set: `common` fields (its `id` is ignored) and the shards, in document order.
+ * `commonDelete`: `delete: true` under `common`, which deletes every listed shard (a shard's own
+ * `delete: false` keeps it). Upstream's documentation describes this, but its decoder refuses
+ * the key; we accept it on input and never write it.
+ */
 export interface ShardSet {
   common: ShardSpec;
   shards: ShardSetEntry[];
+  commonDelete?: boolean;
 }
 
 /** A fully-populated deep copy of a (possibly partial) ShardSpec. */
@@ -129,6 +135,8 @@ const SPEC_KEYS = [
   'ring_buffer_size', 'read_channel_size',
 ] as const;
 const ENTRY_ONLY_KEYS = ['comment', 'delete', 'revision'] as const;
+/** Keys of shard entries that `common` does not take (`delete` it does: see ShardSet). */
+const COMMON_REFUSED_KEYS = ['comment', 'revision'] as const;
 
 function decodeSpecField(doc: StrictDoc, spec: ShardSpec, key: string, v: YNode | null): void {
   switch (key) {
@@ -175,9 +183,10 @@ function decodeSpecField(doc: StrictDoc, spec: ShardSpec, key: string, v: YNode 
 
 /**
  * Strictly decodes a shard set document (`common:` and `shards:`). Unknown or duplicate keys and
- * ill-typed values are `line N: ...` errors; `delete`, `revision` and `comment` are only valid on
- * shard entries (as upstream, `common: {delete: true}` is rejected). Empty input decodes to an
- * empty set, as Go's yaml.v2 does.
+ * ill-typed values are `line N: ...` errors; `revision` and `comment` are only valid on shard
+ * entries. `delete` is valid on both (`common: {delete: true}` deletes every listed shard, which
+ * upstream documents but its decoder refuses). Empty input decodes to an empty set, as Go's
+ * yaml.v2 does.
  */
 export function decodeShardSet(text: string): ShardSet {
   return decodeStrict(text, (doc) => decodeShardSetDoc(doc));
@@ -191,8 +200,13 @@ function decodeShardSetDoc(doc: StrictDoc): ShardSet {
       if (c && !doc.isNull(c)) {
         // Give entry-only keys a specific message before the generic strict check.
         for (const ce of doc.mapping(c, 'common', [...SPEC_KEYS, ...ENTRY_ONLY_KEYS], 'common')) {
-          if ((ENTRY_ONLY_KEYS as readonly string[]).includes(ce.key)) {
+          if ((COMMON_REFUSED_KEYS as readonly string[]).includes(ce.key)) {
             doc.fail(ce.keyNode, `unknown field ${JSON.stringify(ce.key)} in common (a ShardSpec; ${ce.key} is only allowed on shard entries)`);
+          }
+          if (ce.key === 'delete') {
+            const d = doc.bool(ce.value, 'common.delete');
+            if (d !== undefined) set.commonDelete = d;
+            continue;
           }
           decodeSpecField(doc, set.common, ce.key, ce.value);
         }
@@ -233,11 +247,14 @@ export function validateShardSet(set: ShardSet): void {
   });
 }
 
-/** One change per shard in list order: zero fields take common's values; delete ⇒ delete by id. */
+/**
+ * One change per shard in list order: zero fields take common's values; a shard whose `delete`
+ * is true (its own, or else common's) becomes a delete by id at its revision.
+ */
 export function flattenShardSet(set: ShardSet): ApplyRequest_Change[] {
   return set.shards.map((s) => {
     const expect_mod_revision = s.revision ?? 0n;
-    if (s.delete === true) {
+    if ((s.delete ?? set.commonDelete) === true) {
       return { expect_mod_revision, upsert: undefined, delete: s.spec.id, primary_hints: undefined };
     }
     const spec = unionShardSpecs(s.spec, set.common);

@@ -153,7 +153,8 @@ shards:
 
 describe('shard set: decoding and validation errors', () => {
   const cases: [string, string, string][] = [
-    ['delete in common', 'common:\n  delete: true\nshards: []\n', 'line 2: unknown field "delete" in common (a ShardSpec; delete is only allowed on shard entries)'],
+    ['comment in common', 'common:\n  comment: hi\nshards: []\n', 'line 2: unknown field "comment" in common (a ShardSpec; comment is only allowed on shard entries)'],
+    ['a non-bool delete in common', 'common:\n  delete: soon\nshards: []\n', 'line 2: common.delete: expected a boolean, got "soon"'],
     ['revision in common', 'common:\n  revision: 3\nshards: []\n', 'line 2: unknown field "revision" in common (a ShardSpec; revision is only allowed on shard entries)'],
     ['unknown top-level key', 'common: {}\nshard: []\n', 'line 2: unknown field "shard" in shard set'],
     ['unknown shard key', 'shards:\n- id: shard-000\n  hot_standby: 1\n', 'line 3: unknown field "hot_standby" in shard'],
@@ -181,5 +182,53 @@ describe('shard set: decoding and validation errors', () => {
 
   it('rejects an invalid flattened spec (no max_txn_duration)', () => {
     assert.throws(() => buildShardApplyRequest(decodeShardSet('shards:\n- id: shard-000\n  sources:\n  - journal: a/b/c\n')), ValidationError);
+  });
+});
+
+describe('shard set: delete: true under common', () => {
+  const SET = `common:
+  delete: true
+  max_txn_duration: 1s
+  sources:
+  - journal: examples/a
+shards:
+- id: shard-000
+  revision: 11
+- id: shard-001
+  revision: 12
+- id: shard-002
+  revision: -1
+`;
+
+  it('deletes exactly the listed shards, each at its own revision', () => {
+    const changes = buildShardApplyRequest(decodeShardSet(SET)).changes;
+    assert.deepEqual(changes, [
+      { expect_mod_revision: 11n, upsert: undefined, delete: 'shard-000', primary_hints: undefined },
+      { expect_mod_revision: 12n, upsert: undefined, delete: 'shard-001', primary_hints: undefined },
+      { expect_mod_revision: -1n, upsert: undefined, delete: 'shard-002', primary_hints: undefined },
+    ]);
+  });
+
+  it('lets a shard keep itself with its own delete: false', () => {
+    const changes = flattenShardSet(decodeShardSet(SET.replace('- id: shard-001\n', '- id: shard-001\n  delete: false\n')));
+    assert.deepEqual(changes.map((c) => (c.upsert ? `upsert ${c.upsert.id}` : `delete ${c.delete}`)), ['delete shard-000', 'upsert shard-001', 'delete shard-002']);
+    assert.equal(changes[1]!.upsert!.sources[0]!.journal, 'examples/a');
+  });
+
+  it('with delete: false or no delete in common, nothing is deleted', () => {
+    for (const text of [SET.replace('delete: true', 'delete: false'), SET.replace('  delete: true\n', '')]) {
+      assert.deepEqual(flattenShardSet(decodeShardSet(text)).map((c) => c.delete), ['', '', '']);
+    }
+  });
+
+  it('a deleted shard needs a revision (> 0 or -1), as any delete', () => {
+    assert.throws(() => buildShardApplyRequest(decodeShardSet('common:\n  delete: true\nshards:\n- id: shard-000\n')), (e: unknown) =>
+      e instanceof ValidationError && /expect_mod_revision 0 is invalid for a delete/.test(e.message));
+  });
+
+  it('is never written back: encoding drops it', () => {
+    const text = encodeShardSet(decodeShardSet(SET));
+    assert.doesNotMatch(text, /delete/);
+    assert.match(text, /^common:\n  sources:\n  - journal: examples\/a\n  max_txn_duration: 1s\nshards:\n- id: shard-000\n  revision: 11\n/);
   });
 });
