@@ -3,9 +3,10 @@
 // Planning, batching and classifying failures are the library's (src/lib/client/plan.ts and
 // apply.ts); this file only renders their results.
 import { GazctlError, ValidationError } from '../lib/protocol/errors.js';
-import { batchCount, ETCD_DEFAULT_MAX_TXN_OPS } from '../lib/client/batch.js';
-import type { ApplyError } from '../lib/client/apply.js';
-import type { ApplyPlan, PlannedChange } from '../lib/client/plan.js';
+import { batchChanges, batchCount, ETCD_DEFAULT_MAX_TXN_OPS } from '../lib/client/batch.js';
+import { ApplyError, type ApplyOptions } from '../lib/client/apply.js';
+import { planChanges, planSelector, type ApplyPlan, type PlanSubject, type PlannedChange } from '../lib/client/plan.js';
+import type { LabelSelector } from '../lib/protocol/gen/broker/protocol.js';
 
 /** Refuses a --max-txn-size (e.g. from gazctl.ini) that is not a non-negative integer. */
 export function checkMaxTxnSize(n: number): void {
@@ -130,4 +131,91 @@ export function ranges(indexes: readonly number[]): string {
     i = j + 1;
   }
   return parts.length <= 1 ? (parts[0] ?? '') : `${parts.slice(0, -1).join(', ')} and ${parts[parts.length - 1]}`;
+}
+
+// ---- planning and applying, for journals and shards alike ------------------------------------
+
+/** What `planApply` and `applyChanges` need of one kind of item (journals or shards) and its client. */
+export interface ApplyTarget<C, Cur> {
+  subject: PlanSubject<C, Cur>;
+  /** The meta-label a selector names items by: `name` (journals) or `id` (shards). */
+  label: 'name' | 'id';
+  /** `journal` or `shard`, for the summary lines. */
+  noun: string;
+  /** The items a selector matches (the service's List). */
+  list(selector: LabelSelector): Promise<Iterable<Cur>>;
+  /** Applies changes in batches (the client's apply). */
+  apply(changes: C[], opts: ApplyOptions): Promise<{ revision: bigint; batches: number }>;
+}
+
+/** Lists the items the changes name (one listing) and plans the changes against them. */
+export async function planApply<C, Cur>(target: ApplyTarget<C, Cur>, changes: readonly C[]): Promise<ApplyPlan<C>> {
+  const names = changes.map((c) => target.subject.changeName(c));
+  return planChanges(changes, await target.list(planSelector(names, target.label)), target.subject);
+}
+
+/**
+ * Whether every change creates an item (an upsert expecting revision 0). Such a run needs no
+ * listing to plan it: a create is never "unchanged", so every change is sent whatever exists,
+ * and what the listing would add (the names that already exist) matters only to explain a
+ * refused transaction.
+ */
+function allCreates<C>(subject: PlanSubject<C, unknown>, changes: readonly C[]): boolean {
+  for (const c of changes) if (!subject.isUpsert(c) || subject.expectModRevision(c) !== 0n) return false;
+  return true;
+}
+
+/**
+ * Plans and applies changes, up to `parallel` transactions at once; returns a one-line summary
+ * for stderr. A run of creates only is sent without listing first (as upstream gazctl sends any
+ * apply); when a transaction is refused, the items of the transactions that were not applied
+ * are listed then, to name the conflicts as a plan made beforehand would have (the applied ones
+ * cannot have conflicted, or they would have been refused).
+ */
+export async function applyChanges<C, Cur>(
+  target: ApplyTarget<C, Cur>,
+  changes: C[],
+  maxTxnSize: number,
+  progress?: (done: number, total: number) => void,
+  parallel = 1,
+): Promise<{ summary: string; revision: bigint }> {
+  const creates = allCreates(target.subject as PlanSubject<C, unknown>, changes);
+  const plan = creates ? planChanges(changes, [], target.subject) : await planApply(target, changes);
+  if (plan.changes.length === 0) return { summary: renderNothingToApply(plan, target.noun), revision: 0n };
+  checkMaxTxnSize(maxTxnSize);
+  let result: { revision: bigint; batches: number };
+  try {
+    result = await target.apply(plan.changes, {
+      maxTxnSize,
+      parallel,
+      onBatch: progress ? (b) => progress(b.applied, b.total) : undefined,
+    });
+  } catch (err) {
+    if (err instanceof ApplyError) {
+      const explained = creates && err.reason === 'revision-mismatch' ? await conflictsOfUnapplied(target, plan, maxTxnSize, err.appliedBatches) : plan;
+      throw explainApplyFailure(err, explained);
+    }
+    throw err;
+  }
+  return { summary: renderApplied(plan, result, target.noun), revision: result.revision };
+}
+
+/**
+ * The plan of the changes of every batch but `appliedBatches` (of the batches --max-txn-size
+ * `maxTxnSize` cuts), against a listing made now; `plan` itself when the listing fails (the
+ * failure is then explained without naming conflicts).
+ */
+async function conflictsOfUnapplied<C, Cur>(
+  target: ApplyTarget<C, Cur>,
+  plan: ApplyPlan<C>,
+  maxTxnSize: number,
+  appliedBatches: readonly number[],
+): Promise<ApplyPlan<C>> {
+  const applied = new Set(appliedBatches);
+  const unapplied = batchChanges(plan.changes, maxTxnSize).flatMap((batch, i) => (applied.has(i) ? [] : batch));
+  try {
+    return await planApply(target, unapplied);
+  } catch {
+    return plan;
+  }
 }

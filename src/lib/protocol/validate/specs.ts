@@ -5,7 +5,7 @@ import { CompressionCodec, type Fragment, type Header, type JournalSpec, type La
 import type { ShardSpec } from '../gen/consumer/protocol.js';
 import { META_LABEL_ID, META_LABEL_NAME, META_LABEL_PREFIX, PATH_SYMBOLS, checkAlphabet, compareStrings, hasLabel, validateLabelSet, validateSingleValueLabels } from '../labels.js';
 import { fail, prefixed, q, within } from './common.js';
-import { checkPathComponent, cleanPath, JOURNAL_NAME_MAX_BYTES, JOURNAL_NAME_MIN_BYTES, PATH_POSTFIX_MAX_BYTES, validateEndpoint, validateJournalName, validateProcessID, validateShardID } from './names.js';
+import { checkPathComponent, cleanPath, JOURNAL_NAME_MAX_BYTES, JOURNAL_NAME_MIN_BYTES, PATH_POSTFIX_MAX_BYTES, validateEndpoint, validateJournalName, validateJournalNameWithMeta, validateProcessID, validateShardID } from './names.js';
 import { checkStoreURL } from './store-url.js';
 import { checkGoTemplate } from './go-template.js';
 
@@ -145,7 +145,8 @@ export function validateShardSpec(spec: ShardSpec): void {
   const subject = `shard ${q(spec.id)}`;
   let prevJournal: string | undefined;
   spec.sources.forEach((src, i) => {
-    within(subject, () => within(`sources[${i}]`, () => validateJournalName(src.journal)));
+    // A source may read a journal under a `;suffix` (consumers then track it as its own source).
+    within(subject, () => within(`sources[${i}]`, () => validateJournalNameWithMeta(src.journal)));
     if (src.min_offset < 0n) fail(`sources[${i}].min_offset: ${src.min_offset} must be >= 0`, subject);
     if (prevJournal !== undefined && compareStrings(prevJournal, src.journal) >= 0) {
       fail(`sources[${i}]: journal ${q(src.journal)} must sort after ${q(prevJournal)} (sources strictly ascending by journal)`, subject);
