@@ -150,6 +150,7 @@ export interface ApplyTarget<C, Cur> {
 
 /** Lists the items the changes name (one listing) and plans the changes against them. */
 export async function planApply<C, Cur>(target: ApplyTarget<C, Cur>, changes: readonly C[]): Promise<ApplyPlan<C>> {
+  if (changes.length === 0) return planChanges(changes, [], target.subject);
   const names = changes.map((c) => target.subject.changeName(c));
   return planChanges(changes, await target.list(planSelector(names, target.label)), target.subject);
 }

@@ -7,6 +7,8 @@ import { Status } from '../lib/protocol/gen/broker/protocol.js';
 import { findIniFile, loadIni } from '../lib/config/ini.js';
 import { formatGoDuration } from '../lib/protocol/duration.js';
 import { JournalClient } from '../lib/client/journal-client.js';
+import { ShardClient } from '../lib/client/shard-client.js';
+import type { CallDefaults } from '../lib/client/call.js';
 import { isUnavailable } from '../lib/client/retry.js';
 import { cleanGrpcDetails } from '../lib/client/rpc.js';
 import { Logger, LOG_FORMATS, LOG_LEVELS } from './log.js';
@@ -147,19 +149,28 @@ export abstract class GazctlCommand extends Command {
    * for one notice on a terminal (unreachableNote); --log.level=debug shows every retry.
    */
   protected journalClient(svc: ServiceOptions = this.serviceOptions('broker')): JournalClient {
+    return new JournalClient(svc, this.clientDefaults(svc, 'broker'));
+  }
+
+  /** A ShardClient for the resolved consumer options, with the same time budget and retry notes. */
+  protected shardClient(svc: ServiceOptions = this.serviceOptions('consumer')): ShardClient {
+    return new ShardClient(svc, this.clientDefaults(svc, 'consumer'));
+  }
+
+  private clientDefaults(svc: ServiceOptions, service: 'broker' | 'consumer'): CallDefaults {
     let told = false;
-    return new JournalClient(svc, {
+    return {
       timeoutMs: svc.timeoutMs,
       onRetry: ({ op, attempt, delayMs, error }) => {
         this.log_.debug(`${op} failed (will retry)`, { attempt, delayMs, err: (error as Error)?.message ?? String(error) });
         // An operator at a terminal hears at once why nothing happens; scripts keep one line.
-        const note = told ? undefined : unreachableNote(svc, error, attempt, Boolean(process.stderr.isTTY));
+        const note = told ? undefined : unreachableNote(svc, error, attempt, Boolean(process.stderr.isTTY), service);
         if (note !== undefined) {
           told = true;
           process.stderr.write(note);
         }
       },
-    });
+    };
   }
 
   protected override async catch(err: Error & { oclif?: { exit?: number } }): Promise<void> {
@@ -223,9 +234,15 @@ export function parseDurationFlag(name: string, value: string): bigint {
  * The one notice a terminal gets while an unreachable broker is retried (before the final error,
  * which only comes when --timeout runs out): from the second failed attempt on, once.
  */
-export function unreachableNote(svc: Pick<ServiceOptions, 'address' | 'timeoutMs'>, error: unknown, attempt: number, tty: boolean): string | undefined {
+export function unreachableNote(
+  svc: Pick<ServiceOptions, 'address' | 'timeoutMs'>,
+  error: unknown,
+  attempt: number,
+  tty: boolean,
+  service: 'broker' | 'consumer' = 'broker',
+): string | undefined {
   if (!tty || attempt < 1 || !isUnavailable(error)) return undefined;
   const detail = cleanGrpcDetails((error as { details?: string }).details) || (error as Error).message;
   const budget = svc.timeoutMs > 0 ? `for up to ${formatGoDuration(BigInt(svc.timeoutMs) * 1_000_000n)} (--timeout)` : 'until interrupted (--timeout 0)';
-  return `gazctl: broker ${svc.address} is not answering (${detail}); retrying ${budget}, Ctrl-C to stop\n`;
+  return `gazctl: ${service} ${svc.address} is not answering (${detail}); retrying ${budget}, Ctrl-C to stop\n`;
 }

@@ -204,7 +204,7 @@ export function selectorOption(o: { required: boolean; what?: string; ini: IniPl
   return {
     name: '',
     char: 'l',
-    description: `Label selector of the ${what} to act on, e.g. "app=foo,name:prefix=acme/"${o.required ? '' : ' (default: all)'}.`,
+    description: `Label selector of the ${what} to act on, e.g. "${what === 'shards' ? 'app=foo,id:prefix=acme-' : 'app=foo,name:prefix=acme/'}"${o.required ? '' : ' (default: all)'}.`,
     ini: o.ini,
     kind: 'value',
     fallback: o.required

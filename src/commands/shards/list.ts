@@ -1,0 +1,120 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { GazctlCommand, shardsBaseFlags } from '../../cli/base.js';
+import { selector } from '../../cli/flags.js';
+import { formatOption } from '../../cli/render.js';
+import { booleanOption, listOption, oclifFlags, options, type OptionValues } from '../../cli/options.js';
+import { renderShardTable } from '../../cli/shard-specs.js';
+import { mapLimit } from '../../lib/concurrency.js';
+import { shardLag } from '../../lib/client/shard-lag.js';
+import { shardListResponseToJson, shardSpecToJson } from '../../lib/protocol/protojson.js';
+import { routeToJson, replicaStatusToJson } from '../../lib/protocol/protojson.js';
+import { encodeShardSet, shardSetFromListing } from '../../lib/shardspace/shardspace.js';
+import type { ListResponse } from '../../lib/protocol/gen/consumer/protocol.js';
+import type { JournalClient } from '../../lib/client/journal-client.js';
+import type { ShardClient } from '../../lib/client/shard-client.js';
+
+const OPTIONS = options({
+  selector: selector(false, { field: 'Selector' }, 'shards'),
+  format: formatOption(['table', 'yaml', 'json']),
+  'label-columns': listOption({ char: 'L', description: 'Add a column with the values of this label (repeatable).', ini: { field: 'Labels' } }),
+  primary: booleanOption({ char: 'p', description: 'Show the primary consumer of each shard, with its status.', ini: { field: 'Primary' } }),
+  replicas: booleanOption({ char: 'r', description: 'Show the standby consumers of each shard, with their statuses.', ini: { field: 'Replicas' } }),
+  rf: booleanOption({ description: 'Show the replication factor (hot standbys + 1; 0 when disabled).', ini: { field: 'RF' } }),
+  lag: booleanOption({ description: 'Show how far each shard trails its journals (bytes: write head minus read-through offset). One Stat and a read per journal: use a focused --selector.', ini: { field: 'Lag' } }),
+  // Ours: upstream's shards list has no --watch. The consumer List has no watch, so it polls.
+  watch: booleanOption({ description: 'Print the listing again whenever it changes (polled every second), until interrupted.', ini: null }),
+});
+type ListOptions = OptionValues<typeof OPTIONS>;
+
+/** How often --watch lists the shards. */
+const WATCH_INTERVAL_MS = 1000;
+/** Shards whose lag is fetched at once. */
+const LAG_CONCURRENCY = 8;
+
+export default class ShardsList extends GazctlCommand {
+  static override summary = 'List shards with their status, routes and settings.';
+  static override description = `Lists the shards matching a label selector (shards also match the meta-label "id", e.g. -l "id in (shard-12, shard-34)" or -l id:prefix=acme-).
+
+The table shows each shard's ID and Status: the most advanced status of its consumers (IDLE, BACKFILL, STANDBY, PRIMARY, FAILED; IDLE when none is assigned). A FAILED shard also shows its errors there. On request it adds RF, Primary and Replicas (consumer:STATUS), label columns and, last, Lag: for each journal the shard reads, the bytes between what the shard has read through and the journal's write head. --lag asks each shard's primary and a broker per journal: keep the selector focused.
+
+-o yaml prints the shard set that "shards apply" and "shards edit" accept (fields shared by all shards hoisted into "common", with revisions, so re-applying it is a no-op and a concurrent change is refused). -o json prints the whole List response as proto3 JSON.
+
+With --watch the listing is printed again whenever it changes, until interrupted (Ctrl-C ends with status 0).`;
+  static override examples = [
+    { description: 'All shards with their primary and standbys', command: '<%= config.bin %> shards list -p -r --rf' },
+    { description: 'Shards of an application with a label column and their lag', command: '<%= config.bin %> shards list -l app=word-count -L app --lag' },
+    { description: 'Specific shards by ID', command: '<%= config.bin %> shards list -l "id in (shard-000, shard-001)"' },
+    { description: 'The shard set as YAML, for editing and re-applying', command: '<%= config.bin %> shards list -l app=word-count -o yaml > shards.yaml' },
+    { description: 'Keep watching the statuses', command: '<%= config.bin %> shards list -p -r --watch' },
+  ];
+  static override group = 'shards' as const;
+  static override baseFlags = shardsBaseFlags;
+  static override flags = oclifFlags(OPTIONS);
+
+  async run(): Promise<void> {
+    const flags = await this.resolve(OPTIONS);
+    const shards = this.shardClient();
+    // --lag reads journals through the brokers: only then is a broker client made.
+    const journals = flags.lag && flags.format === 'table' ? this.journalClient() : undefined;
+    try {
+      if (!flags.watch) {
+        const resp = await shards.list(flags.selector);
+        process.stdout.write(await this.render(resp, flags, shards, journals));
+        return;
+      }
+      await this.watch(flags, shards, journals);
+    } finally {
+      shards.close();
+      journals?.close();
+    }
+  }
+
+  /** Lists every second; prints a listing when its shards (or their lag) differ from the last one printed. */
+  private async watch(flags: ListOptions, shards: ShardClient, journals: JournalClient | undefined): Promise<void> {
+    const ac = new AbortController();
+    const stop = () => ac.abort();
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+    let last: string | undefined;
+    try {
+      while (!ac.signal.aborted) {
+        const resp = await shards.list(flags.selector, { signal: ac.signal });
+        const text = await this.render(resp, flags, shards, journals, ac.signal);
+        if (ac.signal.aborted) break;
+        // The response header (etcd revision) moves with any write to etcd: only the shards count.
+        const key = flags.format === 'table' ? text : listingKey(resp);
+        if (key !== last) {
+          last = key;
+          process.stdout.write(flags.format === 'json' ? text + '\n' : text);
+        }
+        await sleep(WATCH_INTERVAL_MS, undefined, { signal: ac.signal });
+      }
+    } catch (err) {
+      if (!ac.signal.aborted) throw err;
+    } finally {
+      process.removeListener('SIGINT', stop);
+      process.removeListener('SIGTERM', stop);
+    }
+  }
+
+  private async render(resp: ListResponse, flags: ListOptions, shards: ShardClient, journals: JournalClient | undefined, signal?: AbortSignal): Promise<string> {
+    if (flags.format === 'json') return shardListResponseToJson(resp);
+    if (flags.format === 'yaml') return encodeShardSet(shardSetFromListing(resp.shards));
+    let lag: Map<string, string> | undefined;
+    if (journals) {
+      const ids = resp.shards.map((s) => s.spec!.id);
+      const cells = await mapLimit(ids, LAG_CONCURRENCY, async (id) =>
+        (await shardLag(shards, journals, id, { signal })).map((l) => `${l.journal}:${l.lag}`).join(', '),
+      );
+      lag = new Map(ids.map((id, i) => [id, cells[i]!]));
+    }
+    return renderShardTable(resp, { rf: flags.rf, primary: flags.primary, replicas: flags.replicas, labels: flags['label-columns'], lag });
+  }
+}
+
+/** What a watched listing is compared by: each shard's spec, revisions, route and statuses. */
+function listingKey(resp: ListResponse): string {
+  return resp.shards
+    .map((s) => `${shardSpecToJson(s.spec)}|${s.mod_revision}|${routeToJson(s.route)}|${s.status.map(replicaStatusToJson).join(',')}`)
+    .join('\n');
+}
