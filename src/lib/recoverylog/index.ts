@@ -25,3 +25,4 @@ export {
   type FragmentDecision,
   type FragmentDecisionKind,
 } from './prune.js';
+export { LogWriter, commitFrames, takeOver, randomAuthor, authorFence, type RecordedFrame, type LogWriterOptions, type AppendFrames } from './record.js';

@@ -241,6 +241,8 @@ const STAGING = '.fnodes';
 
 /** `rel` (a recorded path) under `dir`; throws when it would leave `dir`. */
 function under(dir: string, rel: string): string {
+  const parts = rel.split('/');
+  if (parts.some((p) => p === '..' || p === '.') || rel.includes('\0')) throw new RecoveryLogError(`recorded path ${JSON.stringify(rel)} is not a file under the playback directory`);
   const target = path.resolve(dir, '.' + path.posix.normalize('/' + rel));
   const root = path.resolve(dir);
   if (target === root || !target.startsWith(root + path.sep)) throw new RecoveryLogError(`recorded path ${JSON.stringify(rel)} is not a file under the playback directory`);
