@@ -26,7 +26,14 @@ export class Output {
    */
   async write(chunk: Uint8Array, done?: () => void): Promise<void> {
     if (this.failure) throw this.error();
-    if (!(done ? this.stream.write(chunk, () => done()) : this.stream.write(chunk))) await once(this.stream, 'drain');
+    if (!(done ? this.stream.write(chunk, () => done()) : this.stream.write(chunk))) {
+      try {
+        await once(this.stream, 'drain');
+      } catch {
+        // The stream failed while we waited: our 'error' listener (registered first) has kept why.
+        throw this.error();
+      }
+    }
   }
 
   async close(): Promise<void> {

@@ -23,7 +23,7 @@ export type ProducerID = Uint8Array;
 export type Clock = bigint;
 
 /** Transaction flags, the low 10 bits of a UUID's clock sequence. */
-export const Flags = {
+export const MessageFlags = {
   /** Not part of a transaction: readers process it at once. */
   OUTSIDE_TXN: 0x0,
   /** Begins or continues a transaction: processed once a later ACK_TXN commits it. */
@@ -115,11 +115,11 @@ export function getFlags(uuid: UUID): number {
 /** The name of a flags value: OUTSIDE_TXN, CONTINUE_TXN, ACK_TXN, or Flags(<hex>). */
 export function flagsName(flags: number): string {
   switch (flags) {
-    case Flags.OUTSIDE_TXN:
+    case MessageFlags.OUTSIDE_TXN:
       return 'OUTSIDE_TXN';
-    case Flags.CONTINUE_TXN:
+    case MessageFlags.CONTINUE_TXN:
       return 'CONTINUE_TXN';
-    case Flags.ACK_TXN:
+    case MessageFlags.ACK_TXN:
       return 'ACK_TXN';
     default:
       return `Flags(${flags.toString(16)})`;
@@ -244,7 +244,7 @@ export class UUIDSequence {
   }
 
   /** Ticks the clock and returns the UUID at the new value. */
-  next(flags: number = Flags.OUTSIDE_TXN): UUID {
+  next(flags: number = MessageFlags.OUTSIDE_TXN): UUID {
     return buildUUID(this.producer, this.clock.tick(), flags);
   }
 
@@ -252,7 +252,7 @@ export class UUIDSequence {
    * Ticks the clock and writes the new UUID's 36-character text at `out[at]`; returns `at + 36`.
    * `flags` must be 0 to 0x3ff (not checked here).
    */
-  writeNext(out: Uint8Array, at: number, flags: number = Flags.OUTSIDE_TXN): number {
+  writeNext(out: Uint8Array, at: number, flags: number = MessageFlags.OUTSIDE_TXN): number {
     const c = this.clock;
     c.advance();
     const hi = c.hi;
@@ -280,7 +280,7 @@ export class UUIDSequence {
   }
 
   /** Ticks the clock and returns the new UUID's text form. */
-  nextString(flags: number = Flags.OUTSIDE_TXN): string {
+  nextString(flags: number = MessageFlags.OUTSIDE_TXN): string {
     const out = Buffer.allocUnsafe(UUID_STRING_LENGTH);
     this.writeNext(out, 0, flags);
     return out.toString('latin1');

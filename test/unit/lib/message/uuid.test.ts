@@ -8,7 +8,7 @@ import { describe, it } from 'node:test';
 
 import {
   CLOCK_TICK,
-  Flags,
+  MessageFlags,
   GREGORIAN_TO_UNIX_100NS,
   MessageClock,
   UUIDFormatError,
@@ -58,14 +58,14 @@ const VECTORS: Vector[] = [
     what: 'a counter of 5 and CONTINUE_TXN',
     producer: '0b0000000001',
     clock: clockFromUnixNanos(1_700_000_000_000_000_000n) | 5n,
-    flags: Flags.CONTINUE_TXN,
+    flags: MessageFlags.CONTINUE_TXN,
     text: '04afc000-833b-11ee-9401-0b0000000001',
   },
   {
     what: 'the clock zero (the Gregorian epoch), ACK_TXN',
     producer: '0100000000ff',
     clock: 0n,
-    flags: Flags.ACK_TXN,
+    flags: MessageFlags.ACK_TXN,
     text: '00000000-0000-1000-8002-0100000000ff',
   },
 ];
@@ -160,12 +160,12 @@ describe('UUIDSequence', () => {
     const seq = new UUIDSequence(producer, new MessageClock(start));
     const out = Buffer.alloc(3 * 36 + 2, '.');
     let at = 1;
-    for (let i = 0; i < 3; i++) at = seq.writeNext(out, at, Flags.CONTINUE_TXN);
+    for (let i = 0; i < 3; i++) at = seq.writeNext(out, at, MessageFlags.CONTINUE_TXN);
     assert.equal(at, 1 + 3 * 36);
-    const texts = [1, 2, 3].map((i) => formatUUID(buildUUID(producer, start + BigInt(i) * CLOCK_TICK, Flags.CONTINUE_TXN)));
+    const texts = [1, 2, 3].map((i) => formatUUID(buildUUID(producer, start + BigInt(i) * CLOCK_TICK, MessageFlags.CONTINUE_TXN)));
     assert.equal(out.toString('latin1'), '.' + texts.join('') + '.');
     assert.equal(seq.nextString(), formatUUID(buildUUID(producer, start + 4n * CLOCK_TICK, 0)));
-    assert.deepEqual(seq.next(Flags.ACK_TXN), buildUUID(producer, start + 5n * CLOCK_TICK, Flags.ACK_TXN));
+    assert.deepEqual(seq.next(MessageFlags.ACK_TXN), buildUUID(producer, start + 5n * CLOCK_TICK, MessageFlags.ACK_TXN));
   });
 
   it('matches buildUUID across the low word overflowing', () => {
@@ -174,16 +174,16 @@ describe('UUIDSequence', () => {
     const start = (0x1234_5678n << 32n) | (0xffff_ffffn - 300n) | 0xfn;
     const seq = new UUIDSequence(producer, new MessageClock(start));
     for (let i = 1; i <= 4; i++) {
-      assert.equal(seq.nextString(Flags.OUTSIDE_TXN), formatUUID(buildUUID(producer, start + BigInt(i) * CLOCK_TICK, 0)), `tick ${i}`);
+      assert.equal(seq.nextString(MessageFlags.OUTSIDE_TXN), formatUUID(buildUUID(producer, start + BigInt(i) * CLOCK_TICK, 0)), `tick ${i}`);
     }
   });
 
   it('parses back to its producer, clock and flags', () => {
     const seq = new UUIDSequence();
     const before = seq.clock.value;
-    const id = parseUUID(seq.nextString(Flags.ACK_TXN));
+    const id = parseUUID(seq.nextString(MessageFlags.ACK_TXN));
     assert.deepEqual(getProducerID(id), seq.producer);
     assert.equal(getClock(id), before + CLOCK_TICK);
-    assert.equal(getFlags(id), Flags.ACK_TXN);
+    assert.equal(getFlags(id), MessageFlags.ACK_TXN);
   });
 });
