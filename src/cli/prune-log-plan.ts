@@ -76,6 +76,22 @@ function logsNamedBy(h: FSMHints): Set<string> {
   return out;
 }
 
+/**
+ * A planned fragment whose object name is worked out when first asked for (deletes, the audit,
+ * debug logs): a dry run's table never needs it, and for 100,000 fragments the names took about
+ * a quarter of the run.
+ */
+function plannedFragment(fragment: Fragment, reason: string): PlannedFragment {
+  let object: PlannedFragment['object'] | undefined;
+  return {
+    fragment,
+    reason,
+    get object() {
+      return (object ??= fragmentObject(fragment));
+    },
+  };
+}
+
 export async function buildPrunePlan(shards: ShardHints[], deps: PlanDeps): Promise<PrunePlan> {
   const collected = collectLiveSegments(shards.map((s) => ({ id: s.id, log: s.log, primary: s.primary, backups: s.backups })));
   const names = new Set<string>([...collected.segmentsByLog.keys(), ...collected.skipped.keys()]);
@@ -123,10 +139,11 @@ export async function buildPrunePlan(shards: ShardHints[], deps: PlanDeps): Prom
     }
     const fragments = listed.map((f) => f.spec!).filter((f) => f !== undefined);
     const decisions = planLogFragments(log, plan.liveSegments, fragments);
+    const debug = deps.log.enabled('debug');
     for (const d of decisions) {
-      const p: PlannedFragment = { fragment: d.fragment, object: fragmentObject(d.fragment), reason: d.reason };
+      const p = plannedFragment(d.fragment, d.reason);
       const size = d.fragment.end - d.fragment.begin;
-      deps.log.debug(d.decision === 'delete' ? 'pruning fragment' : 'keeping fragment', { log, name: p.object.path, begin: d.fragment.begin, end: d.fragment.end, mod: d.fragment.mod_time, reason: d.reason });
+      if (debug) deps.log.debug(d.decision === 'delete' ? 'pruning fragment' : 'keeping fragment', { log, name: p.object.path, begin: d.fragment.begin, end: d.fragment.end, mod: d.fragment.mod_time, reason: d.reason });
       if (d.decision === 'delete') {
         plan.delete.push(p);
         plan.deleteBytes += size;
