@@ -1,7 +1,15 @@
 // Public API of the client library.
 export { JournalClient, type JournalClientOptions, type ListFragmentsOptions } from './journal-client.js';
 export { FlushClient, FlushUnsupportedError, type FlushClientOptions, type FlushResult } from './flush-client.js';
-export { ShardClient, type ShardClientOptions, UNASSIGN_TIMEOUT_MS } from './shard-client.js';
+export {
+  ShardClient,
+  type ShardClientOptions,
+  UNASSIGN_TIMEOUT_MS,
+  UNASSIGN_BATCH_SIZE,
+  UnassignError,
+  type UnassignBatch,
+  type UnassignResult,
+} from './shard-client.js';
 export { Reader, type ReadChunk, type ReaderOptions, type RetryInfo, type ReadTransport } from './reader.js';
 export {
   Appender,

@@ -13,7 +13,7 @@ import {
 } from '../protocol/gen/consumer/protocol.js';
 import { applyInBatches, type ApplyOptions, type ApplyResult } from './apply.js';
 import { shardPlanSubject } from './plan.js';
-import { ConsumerStatusError, TransportError } from '../protocol/errors.js';
+import { ConsumerStatusError, GazctlError, TransportError } from '../protocol/errors.js';
 import { claimsFor } from './auth.js';
 import { ServiceClient, type CallDefaults } from './call.js';
 import type { ConnectionPool, ServiceConfig } from './dial.js';
@@ -118,8 +118,10 @@ export class ShardClient extends ServiceClient {
   }
 
   /**
-   * Removes failed (and, unless `onlyFailed`, primary) assignments of `shards`. Bounded by 10 s
-   * unless `timeoutMs` says otherwise.
+   * Removes failed (and, unless `onlyFailed`, primary) assignments of `shards` in one request
+   * (one etcd transaction); with `dryRun` the consumer only works out which shards it would
+   * change. Bounded by 10 s unless `timeoutMs` says otherwise. Sent once, never retried: a retry
+   * after a lost answer could remove an assignment the allocator made meanwhile.
    */
   unassign(shards: string[], opts: CallOptions & { onlyFailed?: boolean; dryRun?: boolean } = {}): Promise<UnassignResponse> {
     const { onlyFailed, dryRun, ...call } = opts;
@@ -130,8 +132,76 @@ export class ShardClient extends ServiceClient {
         start: (d, md, o, cb) => this.pool.shard(d.endpoint).unassign({ shards, only_failed: onlyFailed ?? false, dry_run: dryRun ?? false }, md, o, cb),
         status: (r) => ({ status: r.status }),
         statusError: (st) => new ConsumerStatusError(st, 'unassigning shards'),
+        maxAttempts: 1,
       },
       { ...call, timeoutMs: call.timeoutMs ?? UNASSIGN_TIMEOUT_MS },
     );
+  }
+
+  /**
+   * Unassigns `shards` in requests of at most `batchSize` (default 100) ids, one after another,
+   * all of them within one time bound (`timeoutMs`, default 10 s as Go's gazctl). Returns the ids
+   * the consumer reported as changed (or, with `dryRun`, as it would change), in answer order. A
+   * failing request stops the run with an UnassignError that says which ids were done before it.
+   */
+  async unassignInBatches(
+    shards: readonly string[],
+    opts: CallOptions & { onlyFailed?: boolean; dryRun?: boolean; batchSize?: number; onBatch?: (b: UnassignBatch) => void } = {},
+  ): Promise<UnassignResult> {
+    const { batchSize = UNASSIGN_BATCH_SIZE, onBatch, ...call } = opts;
+    if (!Number.isInteger(batchSize) || batchSize < 1) throw new RangeError(`batchSize must be a positive integer, got ${batchSize}`);
+    const budget = call.timeoutMs ?? UNASSIGN_TIMEOUT_MS;
+    const deadline = budget > 0 ? Date.now() + budget : undefined;
+    const batches = Math.ceil(shards.length / batchSize);
+    const changed: string[] = [];
+    for (let b = 0; b < batches; b++) {
+      const ids = shards.slice(b * batchSize, (b + 1) * batchSize);
+      try {
+        const left = deadline === undefined ? 0 : deadline - Date.now();
+        if (deadline !== undefined && left <= 0) throw new GazctlError(`unassigning shards: the ${budget} ms bound ran out before batch ${b + 1} of ${batches}`);
+        const res = await this.unassign(ids, { ...call, timeoutMs: deadline === undefined ? 0 : left });
+        changed.push(...res.shards);
+        onBatch?.({ index: b, batches, requested: ids, changed: res.shards });
+      } catch (err) {
+        throw new UnassignError(b, batches, ids, changed, err);
+      }
+    }
+    return { changed, batches };
+  }
+}
+
+/** Shard ids per Unassign request in unassignInBatches, as Go's gazctl sends them. */
+export const UNASSIGN_BATCH_SIZE = 100;
+
+/** One answered Unassign request of unassignInBatches. */
+export interface UnassignBatch {
+  /** 0-based */
+  index: number;
+  batches: number;
+  requested: string[];
+  changed: string[];
+}
+
+export interface UnassignResult {
+  /** Ids the consumer changed (or, in a dry run, would change). */
+  changed: string[];
+  batches: number;
+}
+
+/** A failed Unassign request of unassignInBatches; the earlier requests took effect. */
+export class UnassignError extends GazctlError {
+  constructor(
+    /** 0-based index of the failed request. */
+    readonly batchIndex: number,
+    readonly batches: number,
+    /** The ids of the failed request. */
+    readonly requested: readonly string[],
+    /** Ids changed by the requests before it. */
+    readonly changed: readonly string[],
+    cause: unknown,
+  ) {
+    const why = cause instanceof Error ? cause.message : String(cause);
+    const before = batchIndex === 0 ? 'nothing was changed' : `the ${batchIndex} batch${batchIndex === 1 ? '' : 'es'} before it changed ${changed.length} shard${changed.length === 1 ? '' : 's'}`;
+    super(`${why} (batch ${batchIndex + 1} of ${batches}, ${requested.length} shard${requested.length === 1 ? '' : 's'}; ${before})`, { cause });
   }
 }
