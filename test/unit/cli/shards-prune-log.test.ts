@@ -23,6 +23,7 @@ import {
   type ListRequest,
   type ListResponse_Journal,
 } from '../../../src/lib/protocol/gen/broker/protocol.js';
+import { Status as ConsumerStatus } from '../../../src/lib/protocol/gen/consumer/protocol.js';
 import type { FSMHints } from '../../../src/lib/protocol/gen/recoverylog/recorded_op.js';
 import { fragmentContentPath, sumFromHex } from '../../../src/lib/protocol/fragment.js';
 import { startJournalStub, stubHeader, type StubServer } from '../../../src/testing/stubs.js';
@@ -79,6 +80,8 @@ const shards: StubShard[] = [
   { id: 'nolive', labels: { kind: 'skips' }, primary: hints('recovery/nolive', []), backups: [] },
   { id: 'sick', labels: { kind: 'skips' }, primary: hints('recovery/sick', [[1, 500, 4, 600]]), backups: [] },
   { id: 'susp', labels: { kind: 'skips' }, primary: hints('recovery/susp', [[1, 500, 4, 600]]), backups: [] },
+  { id: 'ghost', labels: { kind: 'skips' }, primary: hints('recovery/ghost', [[1, 500, 4, 600]]), backups: [] },
+  { id: 'broken', labels: { app: 'broken' }, primary: hints('recovery/broken', [[1, 500, 4, 600]]), backups: [], hintsStatus: ConsumerStatus.SHARD_NOT_FOUND },
   { id: 'unp', labels: { app: 'unp' }, primary: hints('recovery/unp', [[1, 1000, 4, 1100]]), backups: [] },
   { id: 'deny', labels: { app: 'deny' }, primary: hints('recovery/deny', [[1, 1000, 4, 1100]]), backups: [] },
   { id: 'fail', labels: { app: 'fail' }, primary: hints('recovery/fail', [[1, 1000, 4, 1100]]), backups: [] },
@@ -298,12 +301,13 @@ describe('shards prune-log', () => {
     assert.equal(r.code, 0, r.what);
     const doc = JSON.parse(r.stdout) as Audit;
     const by = new Map(doc.logs.map((l) => [l.log, l]));
-    assert.deepEqual([...by.keys()].sort(), ['recovery/miss', 'recovery/nolive', 'recovery/sick', 'recovery/susp']);
+    assert.deepEqual([...by.keys()].sort(), ['recovery/ghost', 'recovery/miss', 'recovery/nolive', 'recovery/sick', 'recovery/susp']);
     for (const l of by.values()) assert.equal(l.status, 'skipped', l.log);
     assert.match(by.get('recovery/miss')!.reason!, /backup\.0|hints/i);
     assert.match(by.get('recovery/nolive')!.reason!, /live/i);
     assert.match(by.get('recovery/sick')!.reason!, /file:\/\/\/bad\/ is unhealthy: PUT \.test\/health-check: access denied/);
     assert.match(by.get('recovery/susp')!.reason!, /suspended/);
+    assert.equal(by.get('recovery/ghost')!.reason, 'the journal does not exist');
     assert.deepEqual(present('recovery/miss'), ['200-300']);
     assert.deepEqual(present('recovery/nolive'), ['0-300']);
     assert.deepEqual(present('recovery/susp'), ['0-300']);
@@ -314,7 +318,7 @@ describe('shards prune-log', () => {
     const r = await run(['shards', 'prune-log', '-l', 'kind=skips', '--dry-run']);
     assert.equal(r.code, 0, r.what);
     assert.match(r.stdout, /recovery\/susp .*skipped: the journal is suspended/);
-    assert.match(r.stdout, /; 4 log\(s\) skipped$/m);
+    assert.match(r.stdout, /; 5 log\(s\) skipped$/m);
   });
 
   it('an unpersisted fragment outside the live segments is a problem: nothing of its log is deleted, exit 1', async () => {
@@ -353,11 +357,12 @@ describe('shards prune-log', () => {
     assert.deepEqual(present(GOOD_A), ALL_GOOD_A);
   });
 
-  it('bad input is one line: no selector (2), --dry-run with --yes (2), no shards match (1), unreachable consumer (1)', async () => {
+  it('bad input is one line: no selector (2), --dry-run with --yes (2), no shards match, hints refused, unreachable consumer (1)', async () => {
     const cases: [string[], Record<string, string>, number, RegExp][] = [
       [['shards', 'prune-log'], {}, 2, /^gazctl: missing required flag -l\/--selector/],
       [['shards', 'prune-log', '-l', 'app=good', '--dry-run', '--yes'], {}, 2, /^gazctl: --dry-run and --yes contradict each other$/m],
       [['shards', 'prune-log', '-l', 'app=nothing'], {}, 1, /^gazctl: no shards match selector "app=nothing"$/m],
+      [['shards', 'prune-log', '-l', 'app=broken', '--yes'], {}, 1, /^gazctl: fetching hints of shard broken: SHARD_NOT_FOUND$/m],
       [['shards', 'prune-log', '-l', 'app=good', '--timeout', '1s'], { CONSUMER_ADDRESS: 'http://127.0.0.1:1' }, 1, /^gazctl: .*(listing shards|UNAVAILABLE|ECONNREFUSED)/i],
     ];
     for (const [args, env, code, re] of cases) {
