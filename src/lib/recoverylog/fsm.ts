@@ -131,6 +131,11 @@ export class FSM {
       // While hinted fnodes remain, only the next hinted one is tracked; others die before the hints' point.
       if (this.hintedFnodes[this.fnodeAt] !== fnode) return 'untracked';
       this.fnodeAt++;
+    } else if (this.segAt < this.hintedSegments.length) {
+      // Created before the hints' point yet not hinted: it dies before that point, possibly by an op
+      // the hinted segments leave out. (Go's FSM tracks it once the hinted fnodes are used up, and
+      // then brings such a file back when its unlink lies between hinted segments.)
+      return 'untracked';
     }
     const node: FnodeState = { links: new Set([path]), segments: [] };
     this.extend(node, op);
@@ -172,6 +177,10 @@ export class FSM {
 
   private applyProperty(p: Property): ApplyOutcome {
     if (this.links.has(p.path)) return 'link-exists';
+    // Before the hints' point the hinted properties are newer than any op: an older value read
+    // inside a hinted segment must not replace them (Go's FSM lets it, when a later update lies
+    // between hinted segments).
+    if (this.segAt < this.hintedSegments.length) return 'untracked';
     this.properties.set(p.path, p.content);
     return 'applied';
   }

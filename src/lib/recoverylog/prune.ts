@@ -114,6 +114,8 @@ export function overlaps(s: Segment, f: Fragment): boolean {
 export function planLogFragments(log: string, segments: readonly Segment[], fragments: readonly Fragment[]): FragmentDecision[] {
   const mine = segments.filter((s) => s.log === log || s.log === '');
   if (mine.length !== segments.length) throw new ValidationError(`planning ${log}: segments of another log were given`);
+  // One reason string for every deleted fragment (a long log has a hundred thousand of them).
+  const unneeded = `needed by none of the ${mine.length} hinted segments of ${log}`;
   return fragments.map((fragment): FragmentDecision => {
     if (mine.length === 0) return { fragment, decision: 'keep', reason: `no live segments for log ${log}: everything is kept` };
     const s = mine.find((x) => overlaps(x, fragment));
@@ -125,6 +127,6 @@ export function planLogFragments(log: string, segments: readonly Segment[], frag
         reason: 'not persisted yet and needed by no hinted segment: a shard using this log is probably missing from the selection',
       };
     }
-    return { fragment, decision: 'delete', reason: `needed by none of the ${mine.length} hinted segments of ${log}` };
+    return { fragment, decision: 'delete', reason: unneeded };
   });
 }
