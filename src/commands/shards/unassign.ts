@@ -5,6 +5,7 @@ import { renderTable } from '../../cli/render.js';
 import { booleanOption, choiceOption, oclifFlags, options } from '../../cli/options.js';
 import { statusCell } from '../../cli/shard-specs.js';
 import { GazctlError } from '../../lib/protocol/errors.js';
+import { UnassignError } from '../../lib/client/shard-client.js';
 import { formatLabelSelector } from '../../lib/protocol/selector.js';
 import { replicaStatusName } from '../../lib/protocol/replica-status.js';
 import { replicaStatusToJson, routeToJson } from '../../lib/protocol/protojson.js';
@@ -24,7 +25,7 @@ interface Row {
   shard: ListResponse_Shard;
   /** Members whose assignments the consumer will remove: FAILED ones, and the primary unless --failed. */
   removes: { member: string; why: 'primary' | 'failed' }[];
-  result?: 'unassigned' | 'would-unassign' | 'unchanged';
+  result?: 'unassigned' | 'would-unassign' | 'unchanged' | 'failed' | 'not-sent';
 }
 
 export default class ShardsUnassign extends GazctlCommand {
@@ -33,7 +34,7 @@ export default class ShardsUnassign extends GazctlCommand {
 
 The plan (each shard with its current status, its route, and which assignments will be removed) is printed first; then the command asks on a terminal, or takes --yes. --dry-run sends the request as a dry run: the consumer works out which shards it would change and changes nothing, and the answer is printed.
 
-The requests carry up to 100 shards each, one after another; each is one etcd transaction, which fails as a whole if an assignment changed since the consumer read it (run the command again). All of them together must finish within 10 seconds. For each shard the result table shows its status and route before the change and whether it was unassigned. A request that fails stops the run (exit 1); the requests before it took effect.
+The requests carry up to 100 shards each, one after another; each is one etcd transaction, which fails as a whole if an assignment changed since the consumer read it (run the command again). All of them together must finish within 10 seconds. For each shard the result table shows its status and route before the change and whether it was unassigned. A request that fails stops the run (exit 1): the requests before it took effect, and the result table says which shards were unassigned, which failed and which were not sent.
 
 Exit status 1 also when no shard matches the selector. With --failed, finding no FAILED shard is not an error.`;
   static override examples = [
@@ -82,18 +83,29 @@ Exit status 1 also when no shard matches the selector. With --failed, finding no
         return;
       }
 
-      const res = await client.unassignInBatches(
-        rows.map((r) => r.shard.spec!.id),
-        {
+      const ids = rows.map((r) => r.shard.spec!.id);
+      let changed: Set<string>;
+      let failure: UnassignError | undefined;
+      try {
+        const res = await client.unassignInBatches(ids, {
           onlyFailed,
           dryRun: dry,
           onBatch: (b) => this.log_.debug('unassign batch answered', { batch: b.index + 1, of: b.batches, requested: b.requested.length, changed: b.changed.length }),
-        },
-      );
-      const changed = new Set(res.changed);
-      for (const r of rows) r.result = changed.has(r.shard.spec!.id) ? (dry ? 'would-unassign' : 'unassigned') : 'unchanged';
+        });
+        changed = new Set(res.changed);
+      } catch (err) {
+        if (!(err instanceof UnassignError)) throw err;
+        failure = err;
+        changed = new Set(err.changed);
+      }
+      // Without a failure every row was sent; with one, the rows of its batch failed and later ones were not sent.
+      const failedFrom = failure ? ids.indexOf(failure.requested[0]!) : rows.length;
+      const failedTo = failure ? failedFrom + failure.requested.length : rows.length;
+      rows.forEach((r, i) => {
+        r.result = changed.has(r.shard.spec!.id) ? (dry ? 'would-unassign' : 'unassigned') : i < failedFrom ? 'unchanged' : i < failedTo ? 'failed' : 'not-sent';
+      });
       for (const r of rows) {
-        if (r.result !== 'unchanged') {
+        if (r.result === 'unassigned' || r.result === 'would-unassign') {
           this.log_.info(dry ? 'would unassign shard (dry run)' : 'unassigned shard', { id: r.shard.spec!.id, previousStatus: statusCell(r.shard), previousRoute: routeCell(r.shard) });
         }
       }
@@ -104,6 +116,7 @@ Exit status 1 also when no shard matches the selector. With --failed, finding no
         const n = changed.size;
         process.stdout.write(dry ? `dry run: ${n} shard${n === 1 ? '' : 's'} would be unassigned, nothing changed\n` : `${n} shard${n === 1 ? '' : 's'} unassigned\n`);
       }
+      if (failure) throw failure;
     } finally {
       client.close();
     }
@@ -143,7 +156,13 @@ function planCells(r: Row): string[] {
   return [r.shard.spec!.id, statusCell(r.shard), routeCell(r.shard), removesCell(r)];
 }
 
-const RESULT_TEXT = { unassigned: 'unassigned', 'would-unassign': 'would be unassigned (dry run)', unchanged: 'not changed' } as const;
+const RESULT_TEXT = {
+  unassigned: 'unassigned',
+  'would-unassign': 'would be unassigned (dry run)',
+  unchanged: 'not changed',
+  failed: 'failed (its request failed)',
+  'not-sent': 'not sent (an earlier request failed)',
+} as const;
 
 function resultCells(r: Row): string[] {
   return [r.shard.spec!.id, statusCell(r.shard), routeCell(r.shard), RESULT_TEXT[r.result ?? 'unchanged']];

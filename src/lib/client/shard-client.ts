@@ -201,7 +201,7 @@ export class UnassignError extends GazctlError {
     cause: unknown,
   ) {
     const why = cause instanceof Error ? cause.message : String(cause);
-    const before = batchIndex === 0 ? 'nothing was changed' : `the ${batchIndex} batch${batchIndex === 1 ? '' : 'es'} before it changed ${changed.length} shard${changed.length === 1 ? '' : 's'}`;
-    super(`${why} (batch ${batchIndex + 1} of ${batches}, ${requested.length} shard${requested.length === 1 ? '' : 's'}; ${before})`, { cause });
+    const before = batchIndex === 0 ? '' : `; the ${batchIndex} batch${batchIndex === 1 ? '' : 'es'} before it changed ${changed.length} shard${changed.length === 1 ? '' : 's'}`;
+    super(`${why} (batch ${batchIndex + 1} of ${batches}, ${requested.length} shard${requested.length === 1 ? '' : 's'}${before})`, { cause });
   }
 }

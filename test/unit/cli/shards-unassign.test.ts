@@ -225,13 +225,30 @@ describe('shards unassign', () => {
     unassignAnswer = () => UnassignResponse.fromPartial({ status: Status.ETCD_TRANSACTION_FAILED });
     const refused = await run(['-l', 'app=billing', '--yes']);
     assert.equal(refused.code, 1, refused.what);
-    assert.equal(refused.stderr, 'gazctl: unassigning shards: ETCD_TRANSACTION_FAILED (batch 1 of 1, 1 shard; nothing was changed)\n');
+    assert.equal(refused.stderr, 'gazctl: unassigning shards: ETCD_TRANSACTION_FAILED (batch 1 of 1, 1 shard)\n');
 
     unassignAnswer = () => ({ grpcError: 'boom' });
     const failed = await run(['-l', 'app=billing', '--yes']);
     assert.equal(failed.code, 1, failed.what);
     assert.equal(failed.stderr.split('\n').length, 2, failed.what);
-    assert.match(failed.stderr, /^gazctl: .*boom.*\(batch 1 of 1, 1 shard; nothing was changed\)\n$/);
+    assert.match(failed.stderr, /^gazctl: .*boom.*\(batch 1 of 1, 1 shard\)\n$/);
+  });
+
+  it('a request failing after others took effect: the results so far, then one line and exit 1', async () => {
+    shards = Array.from({ length: 250 }, (_, i) => healthy(`s${String(i).padStart(3, '0')}`));
+    let n = 0;
+    unassignAnswer = (req) => (++n === 2 ? UnassignResponse.fromPartial({ status: Status.ETCD_TRANSACTION_FAILED }) : unassign(req));
+    const r = await run(['-l', 'app=billing', '--yes']);
+    assert.equal(r.code, 1, r.what);
+    assert.equal(r.stderr, 'gazctl: unassigning shards: ETCD_TRANSACTION_FAILED (batch 2 of 3, 100 shards; the 1 batch before it changed 100 shards)\n');
+    assert.equal(unassignRequests().length, 2, 'no request after the failed one');
+    const results = tableRows(r.stdout).slice(252).map((c) => c[3]);
+    assert.deepEqual(
+      [results.slice(0, 100), results.slice(100, 200), results.slice(200)].map((part) => [...new Set(part)]),
+      [['unassigned'], ['failed (its request failed)'], ['not sent (an earlier request failed)']],
+    );
+    assert.match(r.stdout, /\n100 shards unassigned\n$/);
+    assert.equal(shards.filter((s) => s.primary === -1).length, 100);
   });
 
   it('a refused listing, or a selector matching nothing, is exit 1 with one line and no Unassign', async () => {
