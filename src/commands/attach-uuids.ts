@@ -95,6 +95,7 @@ Needs no broker, and takes no journals or shards options. All PATHs are opened b
           throw inputError(path, err);
         }
       }
+      if (paths.length === 0 && process.stdin.isTTY) process.stderr.write('reading lines from stdin (end with Ctrl-D) ...\n');
       const inputs: LineInput[] =
         paths.length === 0
           ? [{ name: 'stdin', chunks: process.stdin }]
