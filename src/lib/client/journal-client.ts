@@ -20,7 +20,7 @@ import {
   type ReadResponse,
   type Route,
 } from '../protocol/gen/broker/protocol.js';
-import { decodeListResponse } from '../protocol/fast-decode.js';
+import { decodeFragmentsResponse, decodeListResponse } from '../protocol/fast-decode.js';
 import { encodeApplyRequestFast } from '../protocol/fast-encode.js';
 import { applyInBatches, type ApplyOptions, type ApplyResult } from './apply.js';
 import { journalPlanSubject } from './plan.js';
@@ -250,7 +250,10 @@ export class JournalClient extends ServiceClient implements ReadTransport, Appen
 
   // ---- ListFragments / FragmentStoreHealth ----------------------------------------------------
 
-  /** Lists a journal's fragments (its broker's cover set), following pages to the end. */
+  /**
+   * Lists a journal's fragments (its broker's cover set), following pages to the end. Pages are
+   * decoded by the hand-written decoder (fast-decode.ts), as journal listings are.
+   */
   async listFragments(journal: string, opts: ListFragmentsOptions = {}): Promise<FragmentsResponse__Fragment[]> {
     const { beginModTime, endModTime, signatureTTLms, pageLimit, ...call } = opts;
     const o = this.callOptions(call);
@@ -265,7 +268,10 @@ export class JournalClient extends ServiceClient implements ReadTransport, Appen
           claims: claimsFor.journalFragments(journal),
           route: { item: journal, primary: false },
           start: (d, md, go, cb) =>
-            this.pool.journal(d.endpoint).listFragments(
+            this.pool.journal(d.endpoint).makeUnaryRequest(
+              JournalService.listFragments.path,
+              JournalService.listFragments.requestSerialize,
+              decodeFragmentsResponse,
               {
                 header: undefined,
                 journal,
@@ -278,7 +284,8 @@ export class JournalClient extends ServiceClient implements ReadTransport, Appen
               },
               md,
               go,
-              cb,
+              // grpc-js gives a response with every success.
+              (err, res) => cb(err, res as FragmentsResponse),
             ),
           status: (r) => ({ status: r.status, header: r.header }),
           statusError: (st) => new BrokerStatusError(st, `listing fragments of ${journal}`),

@@ -1,5 +1,7 @@
 // Hand-written decoders for the protocol messages that arrive in bulk: the ListResponse stream
-// of a journal listing (up to a thousand journals a message, tens of thousands a listing).
+// of a journal listing (up to a thousand journals a message, tens of thousands a listing), and
+// the FragmentsResponse pages of a fragment listing (a thousand fragments a page, a hundred
+// pages for a long recovery log).
 //
 // The generated decoders are general (a reader object, a recursion counter and a switch per
 // field, a TextDecoder call per long string); this one walks the bytes with plain loops. It
@@ -10,8 +12,11 @@
 // generated decoder's result for every input. test/unit/lib/protocol/fast-decode.test.ts checks
 // that over random and mutated messages.
 import {
+  FragmentsResponse,
   Header,
   ListResponse,
+  type Fragment,
+  type FragmentsResponse__Fragment,
   type JournalSpec,
   type JournalSpec_Fragment,
   type JournalSpec_Suspend,
@@ -19,6 +24,7 @@ import {
   type ListResponse_Journal,
   type ProcessSpec_ID,
   type Route,
+  type SHA1Sum,
 } from './gen/broker/protocol.js';
 import type { Duration } from './gen/google/protobuf/duration.js';
 import { BinaryReader } from '@bufbuild/protobuf/wire';
@@ -331,6 +337,115 @@ function listResponse(): ListResponse {
     else throw BAIL;
   }
   return m;
+}
+
+// ---- FragmentsResponse ----------------------------------------------------------------------
+
+/** A fixed64 field (unsigned, as the generated `fixed64()` reads it). */
+function fixed64(end: number): bigint {
+  if (pos + 8 > end) throw BAIL;
+  const v = buf.readBigUInt64LE(pos);
+  pos += 8;
+  return v;
+}
+
+/** A fixed32 field (unsigned, as the generated `fixed32()` reads it). */
+function fixed32(end: number): number {
+  if (pos + 4 > end) throw BAIL;
+  const v = buf.readUInt32LE(pos);
+  pos += 4;
+  return v;
+}
+
+function sha1Sum(end: number): SHA1Sum {
+  const m: SHA1Sum = { part1: 0n, part2: 0n, part3: 0 };
+  while (pos < end) {
+    const t = tag(end);
+    if (t === 9) m.part1 = fixed64(end);
+    else if (t === 17) m.part2 = fixed64(end);
+    else if (t === 29) m.part3 = fixed32(end);
+    else throw BAIL;
+  }
+  return m;
+}
+
+/** A 64-bit varint field whose value may be any int64 below 2^49 (offsets, times): not cached. */
+function off64(end: number): bigint {
+  let v = 0;
+  let mul = 1;
+  for (let i = 0; i < 7; i++) {
+    if (pos >= end) throw BAIL;
+    const b = buf[pos++]!;
+    v += (b & 0x7f) * mul;
+    if (b < 0x80) return BigInt(v);
+    mul *= 128;
+  }
+  throw BAIL;
+}
+
+function fragmentSpec(end: number): Fragment {
+  const m: Fragment = {
+    journal: '',
+    begin: 0n,
+    end: 0n,
+    sum: undefined,
+    compression_codec: 0,
+    backing_store: '',
+    mod_time: 0n,
+    path_postfix: '',
+  };
+  while (pos < end) {
+    const t = tag(end);
+    // The journal, store and postfix of a page's fragments are mostly the same few strings.
+    if (t === 10) m.journal = istr(end);
+    else if (t === 16) m.begin = off64(end);
+    else if (t === 24) m.end = off64(end);
+    else if (t === 34) m.sum = sha1Sum(delimited(end));
+    else if (t === 40) m.compression_codec = u32(end) | 0;
+    else if (t === 50) m.backing_store = istr(end);
+    else if (t === 56) m.mod_time = off64(end);
+    else if (t === 66) m.path_postfix = istr(end);
+    else throw BAIL;
+  }
+  return m;
+}
+
+function listedFragment(end: number): FragmentsResponse__Fragment {
+  const m: FragmentsResponse__Fragment = { spec: undefined, signed_url: '' };
+  while (pos < end) {
+    const t = tag(end);
+    if (t === 10) m.spec = fragmentSpec(delimited(end));
+    else if (t === 18) m.signed_url = str(end);
+    else throw BAIL;
+  }
+  return m;
+}
+
+function fragmentsResponse(): FragmentsResponse {
+  const end = buf.length;
+  const m: FragmentsResponse = { status: 0, header: undefined, fragments: [], next_page_token: 0n };
+  while (pos < end) {
+    const t = tag(end);
+    if (t === 26) m.fragments.push(listedFragment(delimited(end)));
+    else if (t === 8) m.status = u32(end) | 0;
+    else if (t === 18) m.header = header(end);
+    else if (t === 32) m.next_page_token = off64(end);
+    else throw BAIL;
+  }
+  return m;
+}
+
+/** Decodes a FragmentsResponse exactly as `FragmentsResponse.decode` does, faster on what brokers send. */
+export function decodeFragmentsResponse(bytes: Uint8Array): FragmentsResponse {
+  buf = asBuffer(bytes);
+  pos = 0;
+  try {
+    return fragmentsResponse();
+  } catch {
+    return FragmentsResponse.decode(bytes);
+  } finally {
+    buf = EMPTY;
+  }
 }
 
 function asBuffer(bytes: Uint8Array): Buffer {

@@ -1,8 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { decodeListResponse } from '../../../../src/lib/protocol/fast-decode.js';
-import { ListResponse, type ListResponse_Journal } from '../../../../src/lib/protocol/gen/broker/protocol.js';
+import { decodeFragmentsResponse, decodeListResponse } from '../../../../src/lib/protocol/fast-decode.js';
+import {
+  FragmentsResponse,
+  ListResponse,
+  type FragmentsResponse__Fragment,
+  type ListResponse_Journal,
+} from '../../../../src/lib/protocol/gen/broker/protocol.js';
 import { rng, type Rand, below, chance } from '../../../helpers/random.js';
 
 const int = below;
@@ -239,5 +244,139 @@ describe('decodeListResponse', () => {
     const copy = new Uint8Array(bytes.length + 3).subarray(3);
     copy.set(bytes);
     assert.deepStrictEqual(decodeListResponse(copy), ListResponse.decode(bytes));
+  });
+});
+
+// ---- FragmentsResponse ------------------------------------------------------------------------
+
+function listedFragment(r: Rand): FragmentsResponse__Fragment {
+  return {
+    spec: maybe(r, () => ({
+      journal: str(r, 60),
+      begin: big(r, true),
+      end: big(r, true),
+      sum: maybe(r, () => ({ part1: big(r, false), part2: big(r, false), part3: chance(r, 0.2) ? 0 : int(r, 2 ** 32) })),
+      compression_codec: chance(r, 0.9) ? int(r, 6) : i32(r),
+      backing_store: str(r),
+      mod_time: big(r, true),
+      path_postfix: str(r),
+    })),
+    signed_url: chance(r, 0.7) ? '' : str(r, 80),
+  };
+}
+
+function fragmentsResponse(r: Rand): FragmentsResponse {
+  return {
+    status: chance(r, 0.8) ? 0 : i32(r),
+    header: maybe(r, () => ({
+      process_id: maybe(r, () => ({ zone: str(r), suffix: str(r) })),
+      route: maybe(r, () => ({ members: [{ zone: str(r), suffix: str(r) }], primary: i32(r), endpoints: [str(r)] })),
+      etcd: maybe(r, () => ({ cluster_id: big(r, false), member_id: big(r, false), revision: big(r, true), raft_term: big(r, false) })),
+    })),
+    fragments: Array.from({ length: int(r, 12) }, () => listedFragment(r)),
+    next_page_token: big(r, true),
+  };
+}
+
+function encodeFragments(m: FragmentsResponse): Buffer {
+  return Buffer.from(FragmentsResponse.encode(m).finish());
+}
+
+function sameFragments(bytes: Uint8Array, what: string): void {
+  let want: FragmentsResponse | undefined;
+  let wantErr: unknown;
+  try {
+    want = FragmentsResponse.decode(bytes);
+  } catch (err) {
+    wantErr = err;
+  }
+  if (wantErr !== undefined) {
+    assert.throws(() => decodeFragmentsResponse(bytes), { message: (wantErr as Error).message }, what);
+    return;
+  }
+  assert.deepStrictEqual(decodeFragmentsResponse(bytes), want, what);
+}
+
+describe('decodeFragmentsResponse', () => {
+  it('decodes random messages exactly as the generated decoder', () => {
+    for (let seed = 1; seed <= 1500; seed++) {
+      const r = rng(seed * 31);
+      const bytes = encodeFragments(fragmentsResponse(r));
+      const got = decodeFragmentsResponse(bytes);
+      assert.deepStrictEqual(got, FragmentsResponse.decode(bytes), `seed ${seed}`);
+      assert.deepStrictEqual(got, FragmentsResponse.decode(encodeFragments(got)), `seed ${seed} round trip`);
+    }
+  });
+
+  it('matches the generated decoder on mutated, truncated and extended messages', () => {
+    for (let seed = 1; seed <= 3000; seed++) {
+      const r = rng(seed * 104729);
+      const m = Buffer.from(encodeFragments(fragmentsResponse(r)));
+      const k = int(r, 5);
+      let mutated: Buffer;
+      if (k === 0 && m.length > 0) {
+        for (let i = 0, n = 1 + int(r, 3); i < n; i++) m[int(r, m.length)] = int(r, 256);
+        mutated = m;
+      } else if (k === 1) {
+        mutated = m.subarray(0, int(r, m.length + 1));
+      } else if (k === 2) {
+        mutated = Buffer.concat([m, Buffer.from([0xa0, 0x06, 0x01])]);
+      } else if (k === 3) {
+        mutated = Buffer.concat([m, Buffer.from(Array.from({ length: 1 + int(r, 6) }, () => int(r, 256)))]);
+      } else {
+        for (let i = 0; i < m.length; i++) if (m[i] === 0x61 && chance(r, 0.5)) m[i] = 0x80 | int(r, 0x40);
+        mutated = m;
+      }
+      sameFragments(mutated, `seed ${seed} mutation ${k}`);
+    }
+  });
+
+  it('decodes a broker-shaped page (a header, a thousand persisted fragments, a page token) without the generated decoder', () => {
+    const fragments: FragmentsResponse__Fragment[] = [];
+    for (let i = 0; i < 1000; i++) {
+      fragments.push({
+        spec: {
+          journal: 'acme/recovery/shard-000',
+          begin: BigInt(i * 4096),
+          end: BigInt((i + 1) * 4096),
+          sum: { part1: 0xfedcba9876543210n + BigInt(i), part2: BigInt(i) * 0x1000193n, part3: (i * 2654435761) >>> 0 },
+          compression_codec: 1,
+          backing_store: 'file:///',
+          mod_time: BigInt(1_764_000_000 + i),
+          path_postfix: i % 3 === 0 ? 'date=2026-12-04' : '',
+        },
+        signed_url: '',
+      });
+    }
+    const m: FragmentsResponse = {
+      status: 0,
+      header: {
+        process_id: { zone: 'local', suffix: 'broker-0' },
+        route: { members: [{ zone: 'local', suffix: 'broker-0' }], primary: 0, endpoints: ['http://127.0.0.1:8080'] },
+        etcd: { cluster_id: 0xf1e2d3c4b5a69788n, member_id: 0x8877665544332211n, revision: 12345n, raft_term: 2n },
+      },
+      fragments,
+      next_page_token: 4096000n,
+    };
+    const bytes = encodeFragments(m);
+    const original = FragmentsResponse.decode;
+    let slow = 0;
+    FragmentsResponse.decode = (...args) => {
+      slow++;
+      return original(...args);
+    };
+    try {
+      assert.deepStrictEqual(decodeFragmentsResponse(bytes), m);
+    } finally {
+      FragmentsResponse.decode = original;
+    }
+    assert.equal(slow, 0, 'the broker-shaped page took the generated decoder');
+  });
+
+  it('takes any Uint8Array, not only a Buffer', () => {
+    const bytes = encodeFragments(fragmentsResponse(rng(7)));
+    const copy = new Uint8Array(bytes.length + 5).subarray(5);
+    copy.set(bytes);
+    assert.deepStrictEqual(decodeFragmentsResponse(copy), FragmentsResponse.decode(bytes));
   });
 });
