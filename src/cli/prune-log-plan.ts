@@ -81,15 +81,15 @@ function logsNamedBy(h: FSMHints): Set<string> {
  * debug logs): a dry run's table never needs it, and for 100,000 fragments the names took about
  * a quarter of the run.
  */
-function plannedFragment(fragment: Fragment, reason: string): PlannedFragment {
-  let object: PlannedFragment['object'] | undefined;
-  return {
-    fragment,
-    reason,
-    get object() {
-      return (object ??= fragmentObject(fragment));
-    },
-  };
+class Planned implements PlannedFragment {
+  private cached: PlannedFragment['object'] | undefined;
+  constructor(
+    readonly fragment: Fragment,
+    readonly reason: string,
+  ) {}
+  get object(): PlannedFragment['object'] {
+    return (this.cached ??= fragmentObject(this.fragment));
+  }
 }
 
 export async function buildPrunePlan(shards: ShardHints[], deps: PlanDeps): Promise<PrunePlan> {
@@ -141,7 +141,7 @@ export async function buildPrunePlan(shards: ShardHints[], deps: PlanDeps): Prom
     const decisions = planLogFragments(log, plan.liveSegments, fragments);
     const debug = deps.log.enabled('debug');
     for (const d of decisions) {
-      const p = plannedFragment(d.fragment, d.reason);
+      const p: PlannedFragment = new Planned(d.fragment, d.reason);
       const size = d.fragment.end - d.fragment.begin;
       if (debug) deps.log.debug(d.decision === 'delete' ? 'pruning fragment' : 'keeping fragment', { log, name: p.object.path, begin: d.fragment.begin, end: d.fragment.end, mod: d.fragment.mod_time, reason: d.reason });
       if (d.decision === 'delete') {
