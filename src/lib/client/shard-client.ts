@@ -3,6 +3,7 @@
 // address; Stat goes to the shard's primary when the route cache knows it.
 import type { LabelSelector } from '../protocol/gen/broker/protocol.js';
 import {
+  ShardService,
   Status,
   type ApplyRequest_Change,
   type ApplyResponse,
@@ -11,6 +12,7 @@ import {
   type StatResponse,
   type UnassignResponse,
 } from '../protocol/gen/consumer/protocol.js';
+import { decodeShardListResponse } from '../protocol/fast-decode.js';
 import { applyInBatches, type ApplyOptions, type ApplyResult } from './apply.js';
 import { shardPlanSubject } from './plan.js';
 import { ConsumerStatusError, GazctlError, TransportError } from '../protocol/errors.js';
@@ -47,7 +49,13 @@ export class ShardClient extends ServiceClient {
       {
         op: 'listing shards',
         claims: claimsFor.shardList(selector),
-        start: (d, md, o, cb) => this.pool.shard(d.endpoint).list({ selector, extension: NO_EXTENSION }, md, o, cb),
+        // The response (every listed shard in one message) goes through the hand-written decoder.
+        start: (d, md, o, cb) =>
+          this.pool
+            .shard(d.endpoint)
+            .makeUnaryRequest(ShardService.list.path, ShardService.list.requestSerialize, decodeShardListResponse, { selector, extension: NO_EXTENSION }, md, o, (err, res) =>
+              cb(err, res as ListResponse),
+            ),
         status: (r) => ({ status: r.status, header: r.header }),
         statusError: (st) => new ConsumerStatusError(st, 'listing shards'),
       },

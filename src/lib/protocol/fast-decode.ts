@@ -1,7 +1,8 @@
 // Hand-written decoders for the protocol messages that arrive in bulk: the ListResponse stream
 // of a journal listing (up to a thousand journals a message, tens of thousands a listing), and
 // the FragmentsResponse pages of a fragment listing (a thousand fragments a page, a hundred
-// pages for a long recovery log).
+// pages for a long recovery log), and the consumer's shard ListResponse (one message, every
+// shard of a listing: ten thousand and more).
 //
 // The generated decoders are general (a reader object, a recursion counter and a switch per
 // field, a TextDecoder call per long string); this one walks the bytes with plain loops. It
@@ -27,6 +28,13 @@ import {
   type SHA1Sum,
 } from './gen/broker/protocol.js';
 import type { Duration } from './gen/google/protobuf/duration.js';
+import {
+  ListResponse as ShardListResponse,
+  type ListResponse_Shard,
+  type ReplicaStatus,
+  type ShardSpec,
+  type ShardSpec_Source,
+} from './gen/consumer/protocol.js';
 import { BinaryReader } from '@bufbuild/protobuf/wire';
 
 /** Thrown inside the fast path when a message needs the generated decoder. */
@@ -443,6 +451,117 @@ export function decodeFragmentsResponse(bytes: Uint8Array): FragmentsResponse {
     return fragmentsResponse();
   } catch {
     return FragmentsResponse.decode(bytes);
+  } finally {
+    buf = EMPTY;
+  }
+}
+
+// ---- the consumer's shard ListResponse ----------------------------------------------------------
+
+function shardSource(end: number): ShardSpec_Source {
+  const m: ShardSpec_Source = { journal: '', min_offset: 0n };
+  while (pos < end) {
+    const t = tag(end);
+    // Shards of one app read the same few journals.
+    if (t === 10) m.journal = istr(end);
+    else if (t === 24) m.min_offset = i64(end);
+    else throw BAIL;
+  }
+  return m;
+}
+
+function shardSpec(end: number): ShardSpec {
+  const m: ShardSpec = {
+    id: '',
+    sources: [],
+    recovery_log_prefix: '',
+    hint_prefix: '',
+    hint_backups: 0,
+    max_txn_duration: undefined,
+    min_txn_duration: undefined,
+    disable: false,
+    hot_standbys: 0,
+    labels: undefined,
+    disable_wait_for_ack: false,
+    ring_buffer_size: 0,
+    read_channel_size: 0,
+  };
+  while (pos < end) {
+    const t = tag(end);
+    if (t === 10) m.id = str(end);
+    else if (t === 18) {
+      const src = shardSource(delimited(end));
+      if (m.sources.length === 0) m.sources = [src];
+      else m.sources.push(src);
+    } else if (t === 26) m.recovery_log_prefix = istr(end);
+    else if (t === 34) m.hint_prefix = istr(end);
+    else if (t === 40) m.hint_backups = u32(end) | 0;
+    else if (t === 50) m.max_txn_duration = duration(delimited(end));
+    else if (t === 58) m.min_txn_duration = duration(delimited(end));
+    else if (t === 64) m.disable = bool(end);
+    else if (t === 72) m.hot_standbys = u32(end);
+    else if (t === 82) m.labels = labelSet(delimited(end));
+    else if (t === 88) m.disable_wait_for_ack = bool(end);
+    else if (t === 96) m.ring_buffer_size = u32(end);
+    else if (t === 104) m.read_channel_size = u32(end);
+    else throw BAIL;
+  }
+  return m;
+}
+
+function replicaStatus(end: number): ReplicaStatus {
+  const m: ReplicaStatus = { code: 0, errors: [] };
+  while (pos < end) {
+    const t = tag(end);
+    if (t === 8) m.code = u32(end) | 0;
+    else if (t === 18) m.errors.push(str(end));
+    else throw BAIL;
+  }
+  return m;
+}
+
+function listedShard(end: number): ListResponse_Shard {
+  const m: ListResponse_Shard = { spec: undefined, mod_revision: 0n, route: undefined, status: [], create_revision: 0n };
+  while (pos < end) {
+    const t = tag(end);
+    if (t === 10) m.spec = shardSpec(delimited(end));
+    else if (t === 16) m.mod_revision = i64(end);
+    else if (t === 26) m.route = route(delimited(end));
+    else if (t === 34) {
+      const st = replicaStatus(delimited(end));
+      if (m.status.length === 0) m.status = [st];
+      else m.status.push(st);
+    } else if (t === 40) m.create_revision = i64(end);
+    else throw BAIL;
+  }
+  return m;
+}
+
+function shardListResponse(): ShardListResponse {
+  const end = buf.length;
+  const m: ShardListResponse = { status: 0, header: undefined, shards: [], extension: Buffer.alloc(0) };
+  while (pos < end) {
+    const t = tag(end);
+    if (t === 26) m.shards.push(listedShard(delimited(end)));
+    else if (t === 8) m.status = u32(end) | 0;
+    else if (t === 18) m.header = header(end);
+    else if (t === 802) {
+      const stop = delimited(end);
+      m.extension = Buffer.from(buf.subarray(pos, stop));
+      pos = stop;
+    } else throw BAIL;
+  }
+  return m;
+}
+
+/** Decodes a consumer's shard ListResponse exactly as its generated `decode` does, faster on what consumers send. */
+export function decodeShardListResponse(bytes: Uint8Array): ShardListResponse {
+  buf = asBuffer(bytes);
+  pos = 0;
+  try {
+    return shardListResponse();
+  } catch {
+    return ShardListResponse.decode(bytes);
   } finally {
     buf = EMPTY;
   }

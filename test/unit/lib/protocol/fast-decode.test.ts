@@ -1,13 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { decodeFragmentsResponse, decodeListResponse } from '../../../../src/lib/protocol/fast-decode.js';
+import { decodeFragmentsResponse, decodeListResponse, decodeShardListResponse } from '../../../../src/lib/protocol/fast-decode.js';
 import {
   FragmentsResponse,
   ListResponse,
   type FragmentsResponse__Fragment,
   type ListResponse_Journal,
 } from '../../../../src/lib/protocol/gen/broker/protocol.js';
+import { ListResponse as ShardListResponse, type ListResponse_Shard } from '../../../../src/lib/protocol/gen/consumer/protocol.js';
 import { rng, type Rand, below, chance } from '../../../helpers/random.js';
 
 const int = below;
@@ -378,5 +379,163 @@ describe('decodeFragmentsResponse', () => {
     const copy = new Uint8Array(bytes.length + 5).subarray(5);
     copy.set(bytes);
     assert.deepStrictEqual(decodeFragmentsResponse(copy), FragmentsResponse.decode(bytes));
+  });
+});
+
+// ---- the consumer's shard ListResponse --------------------------------------------------------
+
+function listedShard(r: Rand): ListResponse_Shard {
+  return {
+    spec: maybe(r, () => ({
+      id: str(r, 60),
+      sources: Array.from({ length: int(r, 4) }, () => ({ journal: str(r), min_offset: big(r, true) })),
+      recovery_log_prefix: str(r),
+      hint_prefix: str(r),
+      hint_backups: i32(r),
+      max_txn_duration: maybe(r, () => duration(r)),
+      min_txn_duration: maybe(r, () => duration(r)),
+      disable: chance(r, 0.5),
+      hot_standbys: chance(r, 0.8) ? int(r, 4) : int(r, 2 ** 32),
+      labels: maybe(r, () => ({
+        labels: Array.from({ length: int(r, 5) }, () => ({ name: str(r), value: str(r), prefix: chance(r, 0.3) })),
+      })),
+      disable_wait_for_ack: chance(r, 0.3),
+      ring_buffer_size: chance(r, 0.7) ? 0 : int(r, 2 ** 32),
+      read_channel_size: chance(r, 0.7) ? 0 : int(r, 2 ** 32),
+    })),
+    mod_revision: big(r, true),
+    route: maybe(r, () => ({
+      members: Array.from({ length: int(r, 4) }, () => ({ zone: str(r), suffix: str(r) })),
+      primary: i32(r),
+      endpoints: Array.from({ length: int(r, 4) }, () => str(r)),
+    })),
+    status: Array.from({ length: int(r, 4) }, () => ({ code: chance(r, 0.8) ? 100 * int(r, 5) : i32(r), errors: Array.from({ length: int(r, 3) }, () => str(r, 80)) })),
+    create_revision: big(r, true),
+  };
+}
+
+function shardList(r: Rand): ShardListResponse {
+  return {
+    status: chance(r, 0.8) ? 0 : i32(r),
+    header: maybe(r, () => ({
+      process_id: maybe(r, () => ({ zone: str(r), suffix: str(r) })),
+      route: maybe(r, () => ({ members: [{ zone: str(r), suffix: str(r) }], primary: i32(r), endpoints: [str(r)] })),
+      etcd: maybe(r, () => ({ cluster_id: big(r, false), member_id: big(r, false), revision: big(r, true), raft_term: big(r, false) })),
+    })),
+    shards: Array.from({ length: int(r, 12) }, () => listedShard(r)),
+    extension: chance(r, 0.8) ? Buffer.alloc(0) : Buffer.from(str(r), 'utf8'),
+  };
+}
+
+function encodeShards(m: ShardListResponse): Buffer {
+  return Buffer.from(ShardListResponse.encode(m).finish());
+}
+
+function sameShards(bytes: Uint8Array, what: string): void {
+  let want: ShardListResponse | undefined;
+  let wantErr: unknown;
+  try {
+    want = ShardListResponse.decode(bytes);
+  } catch (err) {
+    wantErr = err;
+  }
+  if (wantErr !== undefined) {
+    assert.throws(() => decodeShardListResponse(bytes), { message: (wantErr as Error).message }, what);
+    return;
+  }
+  assert.deepStrictEqual(decodeShardListResponse(bytes), want, what);
+}
+
+describe('decodeShardListResponse', () => {
+  it('decodes random messages exactly as the generated decoder', () => {
+    for (let seed = 1; seed <= 1500; seed++) {
+      const r = rng(seed * 13);
+      const bytes = encodeShards(shardList(r));
+      const got = decodeShardListResponse(bytes);
+      assert.deepStrictEqual(got, ShardListResponse.decode(bytes), `seed ${seed}`);
+      assert.deepStrictEqual(got, ShardListResponse.decode(encodeShards(got)), `seed ${seed} round trip`);
+    }
+  });
+
+  it('matches the generated decoder on mutated, truncated and extended messages', () => {
+    for (let seed = 1; seed <= 3000; seed++) {
+      const r = rng(seed * 65537);
+      const m = Buffer.from(encodeShards(shardList(r)));
+      const k = int(r, 5);
+      let mutated: Buffer;
+      if (k === 0 && m.length > 0) {
+        for (let i = 0, n = 1 + int(r, 3); i < n; i++) m[int(r, m.length)] = int(r, 256);
+        mutated = m;
+      } else if (k === 1) {
+        mutated = m.subarray(0, int(r, m.length + 1));
+      } else if (k === 2) {
+        // An unknown field (number 99, varint) at the top level.
+        mutated = Buffer.concat([m, Buffer.from([0x98, 0x06, 0x01])]);
+      } else if (k === 3) {
+        mutated = Buffer.concat([m, Buffer.from(Array.from({ length: 1 + int(r, 6) }, () => int(r, 256)))]);
+      } else {
+        for (let i = 0; i < m.length; i++) if (m[i] === 0x61 && chance(r, 0.5)) m[i] = 0x80 | int(r, 0x40);
+        mutated = m;
+      }
+      sameShards(mutated, `seed ${seed} mutation ${k}`);
+    }
+  });
+
+  it("decodes a consumer-shaped listing (a header, a thousand shards, some assigned) without the generated decoder", () => {
+    const shards: ListResponse_Shard[] = [];
+    for (let i = 0; i < 1000; i++) {
+      const assigned = i % 3 !== 0;
+      shards.push({
+        spec: {
+          id: `acme/part-${i % 20}/shard-${i}`,
+          sources: [{ journal: `acme/input/part-${i % 20}`, min_offset: 0n }],
+          recovery_log_prefix: 'acme/recovery',
+          hint_prefix: '/gazette/hints/acme',
+          hint_backups: 2,
+          max_txn_duration: { seconds: 1n, nanos: 0 },
+          min_txn_duration: undefined,
+          disable: !assigned,
+          hot_standbys: i % 10 === 0 ? 1 : 0,
+          labels: { labels: [{ name: 'app', value: 'acme', prefix: false }, { name: 'part', value: String(i % 20), prefix: false }] },
+          disable_wait_for_ack: false,
+          ring_buffer_size: 0,
+          read_channel_size: 0,
+        },
+        mod_revision: BigInt(5000 + i),
+        route: assigned ? { members: [{ zone: 'local', suffix: 'consumer-0' }], primary: 0, endpoints: ['http://127.0.0.1:8081'] } : { members: [], primary: -1, endpoints: [] },
+        status: assigned ? [{ code: i % 7 === 0 ? 400 : 300, errors: i % 7 === 0 ? ['store failed: disk full'] : [] }] : [],
+        create_revision: BigInt(4000 + i),
+      });
+    }
+    const m: ShardListResponse = {
+      status: 0,
+      header: {
+        process_id: { zone: 'local', suffix: 'consumer-0' },
+        route: { members: [], primary: -1, endpoints: [] },
+        etcd: { cluster_id: 0xf1e2d3c4b5a69788n, member_id: 0x8877665544332211n, revision: 12345n, raft_term: 2n },
+      },
+      shards,
+      extension: Buffer.alloc(0),
+    };
+    const bytes = encodeShards(m);
+    const original = ShardListResponse.decode;
+    let slow = 0;
+    ShardListResponse.decode = (...args) => {
+      slow++;
+      return original(...args);
+    };
+    try {
+      assert.deepStrictEqual(decodeShardListResponse(bytes), m);
+    } finally {
+      ShardListResponse.decode = original;
+    }
+    assert.equal(slow, 0, 'the consumer-shaped listing took the generated decoder');
+  });
+
+  it('takes any Uint8Array, not only a Buffer', () => {
+    const bytes = encodeShards(shardList(rng(11)));
+    const copy = new Uint8Array(bytes.length + 1).subarray(1);
+    copy.set(bytes);
+    assert.deepStrictEqual(decodeShardListResponse(copy), ShardListResponse.decode(bytes));
   });
 });
