@@ -26,6 +26,11 @@
 //           run that sends one at a time, the part of its wall time no client can save
 //   direct  a direct read (route cache + --file-root) of a BENCH_SIZE_MB journal of persisted
 //           NONE and GZIP fragments, on a cluster of its own: see bench/direct.ts
+//   shards-list  `shards list` of BENCH_SHARDS disabled shards, table and -o yaml, against one
+//           reference Go consumer, on a cluster of its own: see bench/shards.ts
+//   prune-plan   `shards prune-log --dry-run` (Go: `shards prune --dry-run`) of one shard whose
+//           recovery log has BENCH_PRUNE_FRAGMENTS fragments: see bench/shards.ts
+//           (BENCH_ONLY=shards runs both; their ratios are Go time / our time)
 //   peak RSS of `journals read` and `journals append` comes with the read and append runs
 //           (GNU time), summed up per tool in the summary
 //
@@ -37,7 +42,11 @@
 //   BENCH_SIZE_MB     data size in MiB (default 1024; a positive integer)
 //   BENCH_RUNS        timed runs per tool for read and append (default 3)
 //   BENCH_COLD_RUNS   timed runs per command for cold start (default 15)
-//   BENCH_ONLY        comma list of read, append, cold, list, apply, direct (default all)
+//   BENCH_ONLY        comma list of read, append, cold, list, apply, direct, shards-list,
+//                     prune-plan, shards (= shards-list,prune-plan) (default all)
+//   BENCH_SHARDS      shards listed by shards-list (default 10000)
+//   BENCH_PRUNE_FRAGMENTS  fragments of prune-plan's recovery log (default 100000)
+//   BENCH_SHARDS_RUNS timed runs per tool (and format) of shards-list and prune-plan (default 5)
 //   BENCH_LIST_JOURNALS   journals listed by `list` (default 20000)
 //   BENCH_APPLY_JOURNALS  journals created by `apply` (default 10000)
 //   BENCH_TXN_SIZE    --max-txn-size of `apply` (default 100)
@@ -78,6 +87,7 @@ import {
   type RunResult,
 } from './util.js';
 import { benchDirect } from './direct.js';
+import { benchShards, printShardsSummary, whichOurs, type ShardsPart, type ShardsResult } from './shards.js';
 
 // ---- configuration -------------------------------------------------------------------------------
 
@@ -101,14 +111,24 @@ const LIST_JOURNALS = intEnv('BENCH_LIST_JOURNALS', 20_000, 1);
 const APPLY_JOURNALS = intEnv('BENCH_APPLY_JOURNALS', 10_000, 1);
 const TXN_SIZE = intEnv('BENCH_TXN_SIZE', 100, 1);
 const SCALE_RUNS = intEnv('BENCH_SCALE_RUNS', 3, 1);
-const KNOWN = ['read', 'append', 'cold', 'list', 'apply', 'direct'];
-const ONLY = new Set((process.env.BENCH_ONLY || KNOWN.join(',')).split(',').map((s) => s.trim()).filter(Boolean));
+const SHARDS = intEnv('BENCH_SHARDS', 10_000, 1);
+const PRUNE_FRAGMENTS = intEnv('BENCH_PRUNE_FRAGMENTS', 100_000, 1);
+const SHARDS_RUNS = intEnv('BENCH_SHARDS_RUNS', 5, 1);
+const KNOWN = ['read', 'append', 'cold', 'list', 'apply', 'direct', 'shards-list', 'prune-plan'];
+const ONLY = new Set(
+  (process.env.BENCH_ONLY || KNOWN.join(','))
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .flatMap((s) => (s === 'shards' ? ['shards-list', 'prune-plan'] : [s])),
+);
 for (const o of ONLY) {
   if (!KNOWN.includes(o)) {
-    console.error(`BENCH_ONLY: unknown benchmark ${o} (known: ${KNOWN.join(', ')})`);
+    console.error(`BENCH_ONLY: unknown benchmark ${o} (known: ${KNOWN.join(', ')}, shards)`);
     process.exit(2);
   }
 }
+const SHARDS_PARTS = new Set((['shards-list', 'prune-plan'] as const).filter((p) => ONLY.has(p))) as Set<ShardsPart>;
 
 const REPO = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
 // The command npm installs as `gazctl`: the launcher, which runs bin/run.js on Node.
@@ -199,6 +219,8 @@ type ColdKey = 'ours' | 'go' | 'floor';
 const cold = new Map<string, Record<ColdKey, number[]>>();
 /** list/apply runs: wall ms, CPU s and peak RSS by benchmark label and tool. */
 const scale = new Map<string, Record<Tool, ThroughputRun[]>>();
+/** shards-list and prune-plan runs. */
+let shardsResults: ShardsResult[] = [];
 
 // ---- cold start ------------------------------------------------------------------------------------
 
@@ -577,6 +599,7 @@ function report(machine: string, elapsedS: number): void {
     }
     console.log('\n' + table(rowsS));
   }
+  printShardsSummary(shardsResults);
 
   for (const [label, times] of cold) {
     const rowsC: string[][] = [[`cold start (${label}): journals list --help`, 'median s', 'p90 s', 'min s']];
@@ -605,6 +628,7 @@ async function main(): Promise<void> {
     `Go gazctl ${GO_BIN}; cpu/rss via ${haveGnuTime() ? '/usr/bin/time' : '(unavailable)'}`;
   console.log(`gazctl benchmarks: ours (${OUR_BIN}) vs Go gazctl`);
   console.log(machine);
+  console.log(`ours runs ${whichOurs(REPO, process.env)}`);
 
   const work = mkdtempSync(join(tmpdir(), 'gazctl-bench-'));
   const unregister = registerExitCleanup(() => rmSync(work, { recursive: true, force: true }));
@@ -615,6 +639,9 @@ async function main(): Promise<void> {
     if (ONLY.has('cold')) await benchColdStart(baseEnv, work);
     if (ONLY.has('direct')) {
       await benchDirect({ sizeMb: SIZE_MB, runs: RUNS, lineBytes: LINE_BYTES, command, env: baseEnv, work, timeoutMs: RUN_TIMEOUT_MS, fail });
+    }
+    if (SHARDS_PARTS.size) {
+      shardsResults = await benchShards({ parts: SHARDS_PARTS, runs: SHARDS_RUNS, shards: SHARDS, fragments: PRUNE_FRAGMENTS, command, env: baseEnv, work, fail });
     }
 
     if (ONLY.has('read') || ONLY.has('append') || ONLY.has('list') || ONLY.has('apply')) {
