@@ -1,6 +1,5 @@
 // Recovery logs: the format, the playback state machine, hints, playback and prune planning.
 export { FRAME_MAGIC, FRAME_HEADER_BYTES, RecoveryLogError, decodeFrames, encodeOpFrame, type ContentChunk, type FrameEvent } from './framing.js';
-export { crc32c } from './crc32c.js';
 export { SegmentSet, liveSegments, validateSegment } from './segments.js';
 export { decodeHints, encodeHints, emptyHints, validateHints, type DecodeHintsOptions } from './hints.js';
 export { FSM, transitioned, type ApplyOutcome, type FnodeState } from './fsm.js';
