@@ -70,3 +70,20 @@ export function runGoGazctl(args: string[], opts: RunGoGazctlOptions = {}): Prom
     child.stdin.end(opts.input ?? '');
   });
 }
+
+export interface RunGoGazctlShardsOptions extends RunGoGazctlOptions {
+  /** Added as `--consumer.address=<it>` unless `args` already give one. */
+  consumerAddress?: string;
+}
+
+/**
+ * Run a Go gazctl `shards ...` command (`args` start with `shards`), adding
+ * `--consumer.address` when `args` lack one. The timeout of {@link runGoGazctl} matters here:
+ * Go gazctl's shard calls wait for the consumer to be ready, forever when it is not there.
+ */
+export function runGoGazctlShards(args: string[], opts: RunGoGazctlShardsOptions = {}): Promise<GoGazctlResult> {
+  const { consumerAddress, ...rest } = opts;
+  const hasAddress = args.some((a) => a === '--consumer.address' || a.startsWith('--consumer.address='));
+  const full = consumerAddress && !hasAddress ? [...args, `--consumer.address=${consumerAddress}`] : args;
+  return runGoGazctl(full, rest);
+}

@@ -7,6 +7,7 @@ export * from './process.js';
 export * from './etcd.js';
 export * from './brokers.js';
 export * from './cluster.js';
+export * from './consumers.js';
 export * from './assignments.js';
 export * from './gazctl-go.js';
 export * from './stubs.js';

@@ -14,8 +14,10 @@ package main
 import (
 	"fmt"
 
+	"go.gazette.dev/core/broker/client"
 	pb "go.gazette.dev/core/broker/protocol"
 	"go.gazette.dev/core/consumer"
+	pc "go.gazette.dev/core/consumer/protocol"
 	"go.gazette.dev/core/consumer/recoverylog"
 	"go.gazette.dev/core/mainboilerplate/runconsumer"
 	"go.gazette.dev/core/message"
@@ -48,15 +50,30 @@ func (summer) InitApplication(runconsumer.InitArgs) error { return nil }
 
 // NewStore opens the shard's JSON file store, recovered from its recovery log. A shard
 // without recovery_log_prefix gets no recorder (nil), which the JSON store cannot work
-// without, so such a shard is failed with an error that says why.
+// without, so such a shard is failed with an error that says why. The error comes with a
+// placeholder store rather than none: on an error with neither store nor recorder, Gazette
+// v0.103.0 cleans up the recorder's directory and so dereferences the nil recorder, which
+// takes the whole process down instead of failing the one shard.
 func (summer) NewStore(shard consumer.Shard, rec *recoverylog.Recorder) (consumer.Store, error) {
 	if rec == nil {
-		return nil, fmt.Errorf("shard %q has no recovery_log_prefix: sum-consumer keeps its sums "+
+		return refusedStore{}, fmt.Errorf("shard %q has no recovery_log_prefix: sum-consumer keeps its sums "+
 			"in a recorded JSON file and needs a recovery log", shard.Spec().Id)
 	}
 	var state = make(sums)
 	return consumer.NewJSONFileStore(rec, &state)
 }
+
+// refusedStore stands in for the store of a refused shard. The shard fails before it is
+// used; only Destroy is called, at tear-down, and it has nothing to release.
+type refusedStore struct{}
+
+func (refusedStore) StartCommit(consumer.Shard, pc.Checkpoint, consumer.OpFutures) consumer.OpFuture {
+	return client.FinishedOperation(fmt.Errorf("shard was refused: no store"))
+}
+func (refusedStore) RestoreCheckpoint(consumer.Shard) (pc.Checkpoint, error) {
+	return pc.Checkpoint{}, fmt.Errorf("shard was refused: no store")
+}
+func (refusedStore) Destroy() {}
 
 // NewMessage: every source journal holds records.
 func (summer) NewMessage(*pb.JournalSpec) (message.Message, error) { return new(record), nil }
