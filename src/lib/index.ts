@@ -8,6 +8,7 @@ export * from './goyaml/index.js';
 export * from './journalspace/index.js';
 export * from './shardspace/index.js';
 export * from './message/index.js';
+export * from './recoverylog/index.js';
 export * from './codecs/index.js';
 export * from './config/ini.js';
 // Fragment stores. (The etcd keyspace is its own entry point, `gazctl/keyspace`: etcd3 loads its
