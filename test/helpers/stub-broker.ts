@@ -55,7 +55,8 @@ export async function startStubBroker(journals: StubJournal[]): Promise<StubBrok
       else call.end();
     },
     read: (call: ServerWritableStream<ReadRequest, ReadResponse>) => {
-      const j = journals.find((x) => x.name === call.request.journal);
+      // Brokers read a journal named with a `;suffix` as the journal itself.
+      const j = journals.find((x) => x.name === call.request.journal.split(';')[0]);
       const content = Buffer.from(j?.content ?? '');
       const head = BigInt(content.length);
       if (!j) {
