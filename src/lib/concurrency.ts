@@ -1,4 +1,36 @@
-// Bounded parallelism for work over many journals or fragments.
+// Small concurrency helpers of the whole library: bounded parallelism for work over many journals
+// or fragments, and the one abortable sleep that retry loops (clients, keyspace watches and
+// leases, the broker's persister) wait with.
+
+/** The error an aborted operation rejects with (the signal's reason when it is an Error). */
+export function abortError(signal: AbortSignal): Error {
+  const r: unknown = signal.reason;
+  if (r instanceof Error) return r;
+  const e = new Error('the operation was aborted');
+  e.name = 'AbortError';
+  return e;
+}
+
+/**
+ * Sleeps `ms`. When `signal` aborts, first or meanwhile, it rejects at once with
+ * {@link abortError}, so that a loop waiting between attempts ends where it waits; a loop that
+ * would rather stop quietly checks `signal.aborted` after catching.
+ */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return Promise.reject(abortError(signal));
+  if (ms <= 0) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(abortError(signal!));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
 
 /** `fn` over `items`, at most `limit` at a time; results in input order. The first failure rejects. */
 export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (t: T, index: number) => Promise<R>): Promise<R[]> {

@@ -17,6 +17,7 @@ import { pipeline } from 'node:stream/promises';
 import { Writable } from 'node:stream';
 
 import { compressor } from '../../lib/codecs/index.js';
+import { sleep } from '../../lib/concurrency.js';
 import { fragmentContentPath, parseFragmentPath } from '../../lib/protocol/fragment.js';
 import { CompressionCodec, type Fragment, type JournalSpec } from '../../lib/protocol/gen/broker/protocol.js';
 import { openStore, type FragmentStore, type OpenStoreOptions } from '../../lib/stores/index.js';
@@ -57,21 +58,6 @@ export interface PersistOptions {
 
 /** The spool cannot be persisted as configured (bad template, unparseable path): not retried. */
 export class PersistConfigError extends Error {}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const t = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(t);
-      reject(signal!.reason);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
 
 /** The path postfix and content path `lf` is persisted at for `spec`. */
 export function persistPath(lf: LocalFragment, spec: JournalSpec, backingStore = ''): { postfix: string; path: string; fragment: Fragment } {

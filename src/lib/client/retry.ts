@@ -4,6 +4,9 @@ import { status as GrpcStatus } from '@grpc/grpc-js';
 import { Status } from '../protocol/gen/broker/protocol.js';
 import { Status as ConsumerStatus } from '../protocol/gen/consumer/protocol.js';
 import { BrokerStatusError, ConsumerStatusError, GazctlError, TransportError } from '../protocol/errors.js';
+import { abortError, sleep } from '../concurrency.js';
+
+export { abortError, sleep };
 
 /** Base delay (ms) before retry number `attempt` (0-based): 50, 50, 100, 100, 1000, 1000, 5000... */
 export function backoffBase(attempt: number): number {
@@ -23,34 +26,8 @@ export function backoff(attempt: number): number {
   return withJitter(backoffBase(attempt));
 }
 
-/** The error an aborted operation rejects with (the signal's reason when it is an Error). */
-export function abortError(signal: AbortSignal): Error {
-  const r: unknown = signal.reason;
-  if (r instanceof Error) return r;
-  const e = new Error('the operation was aborted');
-  e.name = 'AbortError';
-  return e;
-}
-
 export function isAbortError(err: unknown): boolean {
   return err instanceof Error && err.name === 'AbortError';
-}
-
-/** Sleeps `ms`, rejecting early with the abort reason if `signal` fires. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  if (signal?.aborted) return Promise.reject(abortError(signal));
-  if (ms <= 0) return Promise.resolve();
-  return new Promise((resolve, reject) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(abortError(signal!));
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }
 
 /** gRPC status code of an error thrown by grpc-js (or carried by a TransportError). */

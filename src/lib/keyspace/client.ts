@@ -116,20 +116,6 @@ function describe(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
-/** Sleeps `ms`, or less when `signal` aborts (never rejects). @internal */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(t);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
-}
-
 export class Keyspace {
   /** @internal The etcd3 client: its `kv`, `leaseClient` and `watchClient` stubs. */
   readonly rpc: Etcd3;

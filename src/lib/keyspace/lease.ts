@@ -9,7 +9,8 @@
 import type { ILeaseKeepAliveRequest, ILeaseKeepAliveResponse, IDuplexStream } from 'etcd3';
 
 import { GazctlError } from '../protocol/errors.js';
-import { sleep, type Keyspace } from './client.js';
+import { sleep } from '../concurrency.js';
+import type { Keyspace } from './client.js';
 
 /** The lease expired, was revoked elsewhere, or could not be kept alive for a whole TTL. */
 export class LeaseLostError extends GazctlError {}
@@ -77,7 +78,7 @@ export class Lease {
             this.markLost(`no keep-alive succeeded for ${this.ttlSeconds}s (last error: ${lastError})`);
             return;
           }
-          await sleep(Math.min(250, Math.max(0, aliveUntil - Date.now())), this.stop.signal);
+          await sleep(Math.min(250, Math.max(0, aliveUntil - Date.now())), this.stop.signal).catch(stopped);
           continue;
         }
         const ttl = Number(r.TTL);
@@ -86,7 +87,7 @@ export class Lease {
           return;
         }
         aliveUntil = sent + ttl * 1000;
-        await sleep(interval, this.stop.signal);
+        await sleep(interval, this.stop.signal).catch(stopped);
       }
     } finally {
       this.dropStream();
@@ -157,3 +158,6 @@ export class Lease {
     return this.ks.revokeLease(this.id);
   }
 }
+
+/** A sleep of a loop that checks its signal itself rejects only when stopped: nothing to do. */
+function stopped(): void {}

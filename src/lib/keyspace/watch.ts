@@ -13,7 +13,8 @@
 // the caller's callbacks throws; then `done` rejects with that error.
 import type { IWatchResponse } from 'etcd3';
 
-import { decodeKv, prefixRangeEnd, sleep, type Keyspace, type KeyValue } from './client.js';
+import { sleep } from '../concurrency.js';
+import { decodeKv, prefixRangeEnd, type Keyspace, type KeyValue } from './client.js';
 
 export interface WatchEvent {
   type: 'put' | 'delete';
@@ -148,7 +149,8 @@ export class PrefixWatch {
         this.attempt++;
         const delay = Math.min(maxMs, minMs * 2 ** Math.min(this.attempt - 1, 20));
         this.opts.onRetry?.(e instanceof Error ? e : new Error(String(e)), this.attempt, delay);
-        await sleep(delay, signal);
+        // Rejects only once closed, which ends the loop.
+        await sleep(delay, signal).catch(() => undefined);
       }
     }
   }
