@@ -6,24 +6,17 @@ import { close as closeFd, createReadStream, fstat, open as openFd, read as read
 import { pipeline, type Readable } from 'node:stream';
 import * as zlib from 'node:zlib';
 import { CompressionCodec } from '../protocol/gen/broker/protocol.js';
-import { GazctlError } from '../protocol/errors.js';
 import { canDecode, CHUNK, decodeFragmentStream } from '../codecs/index.js';
 
 export { decodeFragmentStream };
 import { FileStore, openFileURL } from '../stores/file.js';
 import { StoreError } from '../stores/store.js';
+import { DirectReadError, DirectReadUnsupportedError } from './direct-errors.js';
 import { RawGet } from './http-get.js';
 import { alignedReadLength, pageAlignedBuffer, pieces, PIECE_SIZE } from './piece-pool.js';
 import { createObjectInflate, type ObjectInflate } from './gzip-object.js';
 
-/** A direct fragment read failed (HTTP status, I/O, corrupt or mis-sized content). */
-export class DirectReadError extends GazctlError {}
-
-/**
- * This client cannot read the fragment directly (codec without a decoder in this Node, URL
- * scheme without a handler, no file root); the caller should read through a broker instead.
- */
-export class DirectReadUnsupportedError extends DirectReadError {}
+export { DirectReadError, DirectReadUnsupportedError };
 
 function httpGet(url: URL, acceptEncoding: string, signal?: AbortSignal): Promise<IncomingMessage> {
   const req = url.protocol === 'https:' ? httpsRequest : httpRequest;

@@ -15,7 +15,7 @@
 // status is reported as node:http's path reports it. https:// URLs always go through node:https.
 import { connect, type Socket } from 'node:net';
 // (A cycle with fragment-fetch.ts, harmless: the class is used only when a request runs.)
-import { DirectReadError } from './fragment-fetch.js';
+import { DirectReadError } from './direct-errors.js';
 import { pageAlignedBuffer, pieces, PIECE_SIZE } from './piece-pool.js';
 
 /** Bytes of body in each piece handed out (the last may be shorter): one pooled buffer. */

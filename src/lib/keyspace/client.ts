@@ -10,7 +10,6 @@ import {
   Etcd3,
   type ICompare,
   type IDuplexStream,
-  type IKeyValue,
   type IOptions,
   type IRequestOp,
   type IWatchRequest,
@@ -18,6 +17,7 @@ import {
 } from 'etcd3';
 
 import { GazctlError } from '../protocol/errors.js';
+import { big, decodeKv, prefixRangeEnd, type KeyValue } from './kv.js';
 import { Lease, type LeaseOptions } from './lease.js';
 import { PrefixWatch, type WatchPrefixOptions } from './watch.js';
 
@@ -31,16 +31,6 @@ export interface KeyspaceOptions {
   callTimeoutMs?: number;
   /** Closes the client (and its watches and keep-alives) when aborted. */
   signal?: AbortSignal;
-}
-
-export interface KeyValue {
-  key: string;
-  value: Buffer;
-  createRevision: bigint;
-  modRevision: bigint;
-  version: bigint;
-  /** Lease id, 0 when the key has none. */
-  lease: bigint;
 }
 
 /** A condition of a transaction, on one key. */
@@ -84,32 +74,6 @@ function passThroughPolicy(): Policy {
     },
   };
   return policy as unknown as Policy;
-}
-
-/** The first key after every key that starts with `prefix` (etcd's range end for a prefix). */
-export function prefixRangeEnd(prefix: string | Buffer): Buffer {
-  const end = Buffer.from(prefix);
-  for (let i = end.length - 1; i >= 0; i--) {
-    if (end[i]! < 0xff) {
-      end[i] = end[i]! + 1;
-      return end.subarray(0, i + 1);
-    }
-  }
-  return Buffer.from([0]); // all 0xff (or empty): range to the end of the keyspace
-}
-
-const big = (s: string | number | undefined): bigint => (s === undefined || s === '' ? 0n : BigInt(s));
-
-/** @internal */
-export function decodeKv(kv: IKeyValue): KeyValue {
-  return {
-    key: Buffer.from(kv.key).toString('utf8'),
-    value: Buffer.from(kv.value ?? []),
-    createRevision: big(kv.create_revision),
-    modRevision: big(kv.mod_revision),
-    version: big(kv.version),
-    lease: big(kv.lease),
-  };
 }
 
 function describe(e: unknown): string {

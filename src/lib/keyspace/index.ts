@@ -4,6 +4,7 @@
 // Not re-exported from the package root: it loads etcd's protobuf definitions from the etcd3
 // package at import time, which the CLI bundle does not carry. Import it from this module.
 export * from './keys.js';
+export * from './kv.js';
 export * from './client.js';
 export * from './lease.js';
 export * from './watch.js';

@@ -14,7 +14,8 @@
 import type { IWatchResponse } from 'etcd3';
 
 import { sleep } from '../concurrency.js';
-import { decodeKv, prefixRangeEnd, type Keyspace, type KeyValue } from './client.js';
+import type { Keyspace } from './client.js';
+import { decodeKv, prefixRangeEnd, type KeyValue } from './kv.js';
 
 export interface WatchEvent {
   type: 'put' | 'delete';

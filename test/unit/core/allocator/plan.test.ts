@@ -11,7 +11,8 @@ import {
   type RawKeyValue,
   type Txn,
 } from '../../../../src/core/allocator/index.js';
-import type { Compare as KsCompare, KeyValue, TxnOp } from '../../../../src/lib/keyspace/client.js';
+import type { Compare as KsCompare, TxnOp } from '../../../../src/lib/keyspace/client.js';
+import type { KeyValue } from '../../../../src/lib/keyspace/kv.js';
 import { consistent, FakeEtcd, ROOT } from './sim.js';
 
 const M = (z: string, s: string) => `${ROOT}/members/${z}#${s}`;
