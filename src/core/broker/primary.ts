@@ -4,11 +4,11 @@
 
 import { CompressionCodec, Route, Status, type Fragment } from '../../lib/protocol/gen/broker/protocol.js';
 import { zeroSum } from '../../lib/protocol/fragment.js';
+import { routeEquals } from '../../lib/protocol/route.js';
 import type { Broker } from './broker.js';
 import { allOk, Pipeline, PipelineError } from './pipeline.js';
 import type { Replica } from './replica.js';
 import type { Resolution } from './resolver.js';
-import { advertised } from './replicas.js';
 import type { JournalEntry } from './view.js';
 
 type Local = Extract<Resolution, { kind: 'local' }>;
@@ -92,6 +92,11 @@ export async function proposeAll(replica: Replica, p: Pipeline, proposal: Fragme
     if (replica.pipeline === p) replica.pipeline = undefined;
     throw e;
   }
+}
+
+/** Whether every assignment of the journal advertises the route its keys describe. */
+export function advertised(j: JournalEntry): boolean {
+  return j.assignments.length > 0 && j.assignments.every((a) => routeEquals(a.value, j.route));
 }
 
 /**

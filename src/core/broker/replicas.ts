@@ -4,10 +4,10 @@
 // pipeline) and then advertised, which is what makes it consistent for the allocator.
 
 import { spoolStats } from '../fragment/spool.js';
-import { memberIndex, routeEquals } from '../../lib/protocol/route.js';
+import { memberIndex } from '../../lib/protocol/route.js';
 import type { JournalSpec } from '../../lib/protocol/gen/broker/protocol.js';
 import type { Broker } from './broker.js';
-import { pulse } from './primary.js';
+import { advertised, pulse } from './primary.js';
 import { Replica } from './replica.js';
 import type { JournalEntry } from './view.js';
 
@@ -123,9 +123,4 @@ function dropPipeline(r: Replica): void {
   if (!r.pipeline) return;
   r.pipeline.close();
   r.pipeline = undefined;
-}
-
-/** Whether every assignment of the journal advertises the route its keys describe. */
-export function advertised(j: JournalEntry): boolean {
-  return j.assignments.length > 0 && j.assignments.every((a) => routeEquals(a.value, j.route));
 }
