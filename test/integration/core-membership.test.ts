@@ -7,8 +7,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
 import { memberKey } from '../../src/lib/keyspace/index.js';
-import { Membership } from '../../src/core/broker/members.js';
-import { Logger } from '../../src/core/broker/log.js';
+import { Membership } from '../../src/core/membership.js';
+import { encodeBrokerSpec } from '../../src/core/broker/allocation.js';
+import { Logger } from '../../src/core/log.js';
 import { delay, pollUntil, startEtcd, type EtcdProcess } from '../../src/testing/index.js';
 
 describe('broker membership on a real etcd', { timeout: 120_000 }, () => {
@@ -26,7 +27,7 @@ describe('broker membership on a real etcd', { timeout: 120_000 }, () => {
     const log = new Logger('info', 'text', (l) => lines.push(l));
     const id = { zone: 'z', suffix: 'm1' };
     const ttl = 2;
-    const m = new Membership(ks, '/mbr', id, 'http://127.0.0.1:1', 10, ttl, log);
+    const m = new Membership(ks, '/mbr', id, 'http://127.0.0.1:1', 10, ttl, log, encodeBrokerSpec);
     try {
       await m.start();
       const lease = m.leaseId!;

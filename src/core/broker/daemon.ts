@@ -12,11 +12,13 @@ import { hostname } from 'node:os';
 import { Keyspace } from '../../lib/keyspace/index.js';
 import { openStore, type FragmentStore } from '../../lib/stores/index.js';
 import { Persister } from '../fragment/persister.js';
-import { AllocationLoop } from './allocation.js';
+import { AllocationLoop } from '../allocator/loop.js';
+import type { RouteLike } from '../allocator/index.js';
+import { brokerAllocationRules, encodeBrokerSpec, type BrokerItem, type BrokerMember } from './allocation.js';
 import type { Broker } from './broker.js';
 import type { ServeConfig } from './flags.js';
-import { Logger } from './log.js';
-import { Membership } from './members.js';
+import { Logger } from '../log.js';
+import { Membership } from '../membership.js';
 import { Metrics } from './metrics.js';
 import { Peers } from './peers.js';
 import { ReplicaSet } from './replicas.js';
@@ -69,7 +71,7 @@ export async function serve(config: ServeConfig): Promise<number> {
     maxRecvBytes: config.maxGrpcRecvSize || 4 << 20,
   });
   const endpoint = `http://${host.includes(':') ? `[${host}]` : host}:${server.port}`;
-  b.member = new Membership(ks, config.etcdPrefix, id, endpoint, config.limit, config.etcdLeaseSeconds, log);
+  b.member = new Membership(ks, config.etcdPrefix, id, endpoint, config.limit, config.etcdLeaseSeconds, log, encodeBrokerSpec);
   b.resolver = new Resolver(view, b.member, id);
 
   let signals = 0;
@@ -91,7 +93,7 @@ export async function serve(config: ServeConfig): Promise<number> {
   process.on('SIGTERM', () => onSignal('SIGTERM'));
   process.on('SIGINT', () => onSignal('SIGINT'));
 
-  let alloc: AllocationLoop | undefined;
+  let alloc: AllocationLoop<BrokerItem, BrokerMember, RouteLike | undefined> | undefined;
   const drain = async () => {
     if (!started) return;
     await retrying(log, 'marking member exiting', () => b.member.setExiting(), stop.signal);
@@ -107,7 +109,7 @@ export async function serve(config: ServeConfig): Promise<number> {
     await retrying(log, 'loading the etcd keyspace', () => view.start(), stop.signal);
     await retrying(log, 'registering member', () => b.member.start(), stop.signal);
     b.replicas.attach(b);
-    alloc = new AllocationLoop(view, ks, b.member, config.maxReplication, log);
+    alloc = new AllocationLoop(view, ks, b.member, brokerAllocationRules(config.maxReplication), log, () => metrics.allocationRounds.inc());
     alloc.start();
     b.member.onRegistration(() => alloc?.kick());
     started = true;

@@ -8,6 +8,7 @@
 // message rather than silently ignored.
 
 import { parseGoDuration } from '../../lib/protocol/duration.js';
+import { LOG_LEVELS as LEVELS, type LogLevel } from '../log.js';
 
 export class UsageError extends Error {}
 
@@ -31,8 +32,7 @@ export interface ServeConfig {
   maxGrpcRecvSize: number;
 }
 
-export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal';
-const LEVELS: readonly LogLevel[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'];
+export type { LogLevel };
 
 type Kind = 'string' | 'int' | 'bool' | 'duration';
 interface FlagDef {

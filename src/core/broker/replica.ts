@@ -15,7 +15,7 @@ import type { FragmentStore } from '../../lib/stores/index.js';
 import { FragmentIndex, runIndexRefresh, walkAllStores } from '../fragment/fragment-index.js';
 import type { Persister } from '../fragment/persister.js';
 import { nextProposal, Spool, type LocalFragment } from '../fragment/spool.js';
-import type { Logger } from './log.js';
+import type { Logger } from '../log.js';
 import type { Pipeline } from './pipeline.js';
 
 /**

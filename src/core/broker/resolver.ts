@@ -4,7 +4,7 @@
 
 import { JournalSpec_Suspend_Level, Status, type Header, type JournalSpec, type ProcessSpec_ID, type Route } from '../../lib/protocol/gen/broker/protocol.js';
 import { memberIndex } from '../../lib/protocol/route.js';
-import type { Membership } from './members.js';
+import type { Membership } from '../membership.js';
 import type { ClusterView, JournalEntry } from './view.js';
 
 export interface ResolveOptions {

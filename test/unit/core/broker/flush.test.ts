@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { after, it } from 'node:test';
 
 import { Replica } from '../../../../src/core/broker/replica.js';
-import { Logger } from '../../../../src/core/broker/log.js';
+import { Logger } from '../../../../src/core/log.js';
 import { fragmentEquals, Persister } from '../../../../src/core/fragment/index.js';
 import { nanosToDuration } from '../../../../src/lib/protocol/duration.js';
 import { fragmentContentPath } from '../../../../src/lib/protocol/fragment.js';

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 
 import { JournalSpec, Status, type Route } from '../../../../src/lib/protocol/gen/broker/protocol.js';
 import { Resolver } from '../../../../src/core/broker/resolver.js';
-import type { Membership } from '../../../../src/core/broker/members.js';
+import type { Membership } from '../../../../src/core/membership.js';
 import type { ClusterView, JournalEntry } from '../../../../src/core/broker/view.js';
 
 const route: Route = {

@@ -1,19 +1,23 @@
-// This broker's membership: its member key `R/members/<zone>#<suffix>` (a BrokerSpec) under an
+// A member's registration, shared by brokers and consumers: its member key
+// `R/members/<zone>#<suffix>` (a BrokerSpec or a ConsumerSpec, encoded by the caller) under an
 // etcd lease kept alive by the keyspace client. When the lease is lost (etcd unreachable for a
 // whole TTL, or the process was paused past it) the member stops counting as registered, so the
 // daemon stops acting as primary, and keeps trying to register again: under the lease it had
 // when etcd still holds it (so its assignments stay), else under a fresh one. It never exits
 // because of etcd.
 
-import type { Keyspace, Lease } from '../../lib/keyspace/index.js';
-import { memberKey } from '../../lib/keyspace/keys.js';
-import { BrokerSpec, type ProcessSpec_ID } from '../../lib/protocol/gen/broker/protocol.js';
+import type { Keyspace, Lease } from '../lib/keyspace/index.js';
+import { memberKey } from '../lib/keyspace/keys.js';
+import type { ProcessSpec_ID } from '../lib/protocol/gen/broker/protocol.js';
 import type { Logger } from './log.js';
+
+/** Encodes this member's spec (BrokerSpec, ConsumerSpec) for its item limit and exiting flag. */
+export type MemberSpecEncoder = (spec: { id: ProcessSpec_ID; endpoint: string; limit: number; exiting: boolean }) => Uint8Array;
 
 export class Membership {
   readonly key: string;
   private lease: Lease | undefined;
-  private spec: BrokerSpec;
+  private spec: { id: ProcessSpec_ID; endpoint: string; limit: number; exiting: boolean };
   private stopped = false;
   private readonly listeners = new Set<(registered: boolean) => void>();
   private registering: Promise<void> | undefined;
@@ -26,9 +30,10 @@ export class Membership {
     limit: number,
     private readonly ttlSeconds: number,
     private readonly log: Logger,
+    private readonly encode: MemberSpecEncoder,
   ) {
     this.key = memberKey(root, id);
-    this.spec = { process_spec: { id, endpoint }, journal_limit: limit, exiting: false };
+    this.spec = { id, endpoint, limit, exiting: false };
   }
 
   /** The lease id while registered (for keys that live as long as this member). */
@@ -75,7 +80,7 @@ export class Membership {
       lease = await this.ks.grantLease(this.ttlSeconds, opts);
     }
     try {
-      await this.ks.put(this.key, Buffer.from(BrokerSpec.encode(this.spec).finish()), { lease: lease.id });
+      await this.ks.put(this.key, Buffer.from(this.encode(this.spec)), { lease: lease.id });
     } catch (e) {
       // A resumed lease carries our assignments: leave it to expire rather than revoke it.
       if (resumed) lease.close();
@@ -104,11 +109,11 @@ export class Membership {
     })().finally(() => (this.registering = undefined));
   }
 
-  /** Mark this member as exiting (limit 0), so the allocator moves its journals away. */
+  /** Mark this member as exiting (limit 0), so the allocator moves its items away. */
   async setExiting(): Promise<void> {
-    this.spec = { ...this.spec, journal_limit: 0, exiting: true };
+    this.spec = { ...this.spec, limit: 0, exiting: true };
     const id = this.leaseId;
-    if (id !== undefined) await this.ks.put(this.key, Buffer.from(BrokerSpec.encode(this.spec).finish()), { lease: id });
+    if (id !== undefined) await this.ks.put(this.key, Buffer.from(this.encode(this.spec)), { lease: id });
   }
 
   /** Revoke the lease: the member key and this member's assignments go at once. */

@@ -1,7 +1,8 @@
-// The daemon's logger: one line per event on stderr, as text (`time level msg key=value…`)
-// or JSON, filtered by level.
+// The logger of the core's daemons (broker and consumer): one line per event on stderr, as text
+// (`time level msg key=value…`) or JSON, filtered by level.
 
-import type { LogLevel } from './flags.js';
+export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal';
+export const LOG_LEVELS: readonly LogLevel[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'];
 
 const RANK: Record<LogLevel, number> = { trace: 0, debug: 1, info: 2, warn: 3, error: 4, fatal: 5 };
 
