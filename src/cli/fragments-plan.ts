@@ -2,10 +2,15 @@
 // selected journal in every store of its spec, ask the broker for write heads, compare a fork's
 // content with the chain's, and delete planned objects in parallel.
 //
-// Problems are collected, not thrown: a store that cannot be listed, an object whose name is not
-// a fragment, a write head that cannot be read. Each is one line for the operator, and a journal
-// with a problem is left out of every plan (a partial listing would make a wrong one), so nothing
-// of it is deleted. The commands exit 1 when any problem was reported.
+// Problems are collected, not thrown: a store that cannot be listed, a write head that cannot be
+// read. Each is one line for the operator, and a journal with a problem is left out of every plan
+// (a partial listing would make a wrong one), so nothing of it is deleted. The commands exit 1
+// when any problem was reported.
+//
+// An object under a journal's prefix whose name is not a fragment name (a README, an operator's
+// notes or copy, a near-miss name) is not a problem: stores commonly hold such objects, and a
+// broker skips them too. It is ignored: never planned, deleted or counted, listed in
+// `ignored`, and warned about once per object (warnIgnored).
 import { stat } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 
@@ -21,9 +26,13 @@ import { openCommandStore } from './stores.js';
 import { Progress } from './progress.js';
 import { mapLimit } from '../lib/concurrency.js';
 
-export interface Unparseable {
+/** An object under a journal's prefix that is not a fragment, left alone. */
+export interface IgnoredObject {
   store: string;
+  /** Object path relative to the store root: `<journal>/…`. */
   path: string;
+  size: number;
+  /** Why its name is not a fragment name. */
   reason: string;
 }
 
@@ -32,7 +41,8 @@ export interface ListedJournal {
   spec: JournalSpec;
   /** Every fragment object of the journal over all its stores. */
   objects: FragmentObject[];
-  unparseable: Unparseable[];
+  /** Objects under the journal's prefix that are not fragments: never planned or deleted. */
+  ignored: IgnoredObject[];
   /** One line each: why this journal's listing is not to be trusted. */
   problems: string[];
 }
@@ -101,7 +111,7 @@ export class StoreSet {
 /** Lists one journal in every store of its spec. */
 export async function listJournal(spec: JournalSpec, stores: StoreSet, signal?: AbortSignal): Promise<ListedJournal> {
   const journal = spec.name;
-  const out: ListedJournal = { journal, spec, objects: [], unparseable: [], problems: [] };
+  const out: ListedJournal = { journal, spec, objects: [], ignored: [], problems: [] };
   const usable: string[] = [];
   for (const url of new Set(spec.fragment?.stores ?? [])) {
     const store = stores.get(url);
@@ -119,13 +129,26 @@ export async function listJournal(spec: JournalSpec, stores: StoreSet, signal?: 
   );
   for await (const e of entries) {
     if (e.kind === 'fragment') out.objects.push(e.object);
-    else if (e.kind === 'unparseable') out.unparseable.push({ store: e.object.store, path: e.object.path, reason: e.object.reason });
+    else if (e.kind === 'unparseable') out.ignored.push({ store: e.object.store, path: e.object.path, size: e.object.size, reason: e.object.reason });
     else out.problems.push(`journal ${journal}: ${e.failure.error.message}`);
   }
-  for (const u of out.unparseable) {
-    out.problems.push(`journal ${journal}: store ${u.store}: object ${u.path} is not a fragment (${u.reason}); nothing of this journal is deleted`);
-  }
   return out;
+}
+
+/**
+ * Warns once per ignored object of `listed` (by store and path: with nested journal names, such
+ * as `a/b` and `a/b/c`, one object is under the prefix of both).
+ */
+export function warnIgnored(listed: readonly ListedJournal[], warn: (msg: string, fields: Record<string, unknown>) => void): void {
+  const seen = new Set<string>();
+  for (const l of listed) {
+    for (const o of l.ignored) {
+      const key = `${o.store}\u0000${o.path}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      warn('ignoring an object that is not a fragment', { journal: l.journal, store: o.store, path: o.path, reason: o.reason });
+    }
+  }
 }
 
 export async function listJournals(specs: readonly JournalSpec[], stores: StoreSet, opts: ListOptions = {}): Promise<ListedJournal[]> {

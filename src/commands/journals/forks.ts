@@ -11,7 +11,9 @@ import {
   deleteObjects,
   jsonWithBigints,
   listJournals,
+  warnIgnored,
   writeHeadOf,
+  type IgnoredObject,
   type Comparison,
   type ListedJournal,
 } from '../../cli/fragments-plan.js';
@@ -39,9 +41,11 @@ export default class JournalsForks extends GazctlCommand {
 
 Each fork is read against the chain: "diverges at" is the first offset where its content differs, or "same content".
 
---prune deletes the dead-ends after printing the plan: it asks on a terminal, takes --yes in scripts, and refuses without either; --dry-run prints the plan only. Objects whose names are not fragments, and stores that cannot be listed, are reported (exit 1) and nothing of their journals is deleted.
+--prune deletes the dead-ends after printing the plan: it asks on a terminal, takes --yes in scripts, and refuses without either; --dry-run prints the plan only. A store that cannot be listed is reported (exit 1) and nothing of its journals is deleted.
 
--o json prints one document: {"journals":[{"journal","chain":{"begin","end"},"forks":[{"kind","begin","end","sum","store","path","size","mod_time","diverges_at",...}]}]}, offsets as exact integers; diverges_at is "same content" for an identical copy.`;
+Objects under a journal's prefix whose names are not fragment names (a README, notes, an operator's copy) are ignored: each is named once in a warning on stderr, none is a fork or deleted, and -o json lists them under "ignored".
+
+-o json prints one document: {"journals":[{"journal","chain":{"begin","end"},"forks":[{"kind","begin","end","sum","store","path","size","mod_time","diverges_at",...}],"ignored":[{"store","path","size","reason"}]}]}, offsets as exact integers; diverges_at is "same content" for an identical copy.`;
   static override examples = [
     { description: 'Forks of one journal', command: '<%= config.bin %> journals forks -l name=acme/events' },
     { description: 'As JSON, for a script', command: '<%= config.bin %> journals forks -l app=billing -o json' },
@@ -73,6 +77,7 @@ Each fork is read against the chain: "diverges at" is the first offset where its
       const specs = listing.journals.map((j) => j.spec!).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
       if (specs.length === 0) throw new GazctlError(`no journals match selector ${JSON.stringify(formatLabelSelector(flags.selector))}`);
       const listed = await listJournals(specs, stores);
+      warnIgnored(listed, (msg, fields) => this.log_.warn(msg, fields));
       const heads = await mapLimit(listed, 8, async (l): Promise<bigint | Error> => {
         if (l.problems.length > 0) return new Error('not needed');
         try {
@@ -82,12 +87,15 @@ Each fork is read against the chain: "diverges at" is the first offset where its
         }
       });
       const plans: JournalForks[] = [];
+      const ignored = new Map<JournalForks, IgnoredObject[]>();
       listed.forEach((l: ListedJournal, i) => {
         const head = heads[i]!;
         if (l.problems.length === 0 && head instanceof Error) l.problems.push(`journal ${l.journal}: cannot read its write head from the broker: ${head.message}`);
         for (const p of l.problems) problem(p);
         if (l.problems.length > 0) return;
-        plans.push(planForks(l.journal, l.objects, { writeHead: head as bigint }));
+        const plan = planForks(l.journal, l.objects, { writeHead: head as bigint });
+        plans.push(plan);
+        ignored.set(plan, l.ignored);
       });
 
       const comparisons = new Map<JournalForks, Comparison[]>();
@@ -105,6 +113,7 @@ Each fork is read against the chain: "diverges at" is the first offset where its
               const c = cmp[k]!;
               return { ...f, diverges_at: c.kind === 'differs' ? c.at : c.kind === 'same' ? 'same content' : f.diverges_at, compared: c.kind !== 'unread' };
             }),
+            ignored: ignored.get(plans[i]!)!,
           };
         }),
       };
@@ -143,6 +152,7 @@ Each fork is read against the chain: "diverges at" is the first offset where its
 
 type DocJournal = Omit<JournalForksReport, 'forks'> & {
   forks: (Omit<ForkReportRow, 'diverges_at'> & { diverges_at: bigint | string; compared: boolean })[];
+  ignored: IgnoredObject[];
 };
 
 function renderForks(journals: DocJournal[]): string {

@@ -5,7 +5,7 @@ import { EXIT } from '../../cli/exit.js';
 import { renderTable } from '../../cli/render.js';
 import { booleanOption, oclifFlags, optionalStringOption, options } from '../../cli/options.js';
 import { formatBytes } from '../../cli/progress.js';
-import { StoreSet, deleteObjects, durationNs, listJournals } from '../../cli/fragments-plan.js';
+import { StoreSet, deleteObjects, durationNs, listJournals, warnIgnored } from '../../cli/fragments-plan.js';
 import { planRetentionAll, type JournalRetentionInput } from '../../lib/fragment/retention.js';
 import { GazctlError } from '../../lib/protocol/errors.js';
 import { formatLabelSelector } from '../../lib/protocol/selector.js';
@@ -23,7 +23,9 @@ export default class JournalsPrune extends GazctlCommand {
 
 A retention of 0, or none, keeps everything (upstream's prune deletes every fragment then). The fragment holding a journal's newest content is kept whatever its age, so an idle journal keeps the fragment its write head rests on.
 
-The plan (count and bytes per journal and store) is printed first; then the command asks on a terminal, takes --yes in scripts and refuses without either; --dry-run prints the plan only. Deletes run in parallel. A store where deletes are refused is reported with one line and the other stores are pruned (exit 1). Objects whose names are not fragments, and stores that cannot be listed, are reported (exit 1) and nothing of their journals is deleted.`;
+The plan (count and bytes per journal and store) is printed first; then the command asks on a terminal, takes --yes in scripts and refuses without either; --dry-run prints the plan only. Deletes run in parallel. A store where deletes are refused is reported with one line and the other stores are pruned (exit 1). A store that cannot be listed is reported (exit 1) and nothing of its journals is deleted.
+
+Objects under a journal's prefix whose names are not fragment names (a README, notes, an operator's copy) are ignored: each is named once in a warning on stderr, and none is counted, planned or deleted.`;
   static override examples = [
     { description: 'See what would be pruned', command: '<%= config.bin %> journals prune -l app=billing --dry-run' },
     { description: 'Prune from cron', command: '<%= config.bin %> journals prune -l app=billing --yes' },
@@ -47,6 +49,7 @@ The plan (count and bytes per journal and store) is printed first; then the comm
       const specs = listing.journals.map((j) => j.spec!);
       if (specs.length === 0) throw new GazctlError(`no journals match selector ${JSON.stringify(formatLabelSelector(flags.selector))}`);
       const listed = await listJournals(specs, stores);
+      warnIgnored(listed, (msg, fields) => this.log_.warn(msg, fields));
       const inputs: JournalRetentionInput[] = [];
       for (const l of listed) {
         for (const p of l.problems) problem(p);

@@ -12,7 +12,7 @@ import { Status, type Fragment, type JournalSpec } from '../../lib/protocol/gen/
 import { durationToNanos } from '../../lib/protocol/duration.js';
 import { zeroSum } from '../../lib/protocol/fragment.js';
 import type { FragmentStore } from '../../lib/stores/index.js';
-import { FragmentIndex, runIndexRefresh, walkAllStores } from '../fragment/fragment-index.js';
+import { FragmentIndex, StrayObjects, runIndexRefresh, walkAllStoresTracked } from '../fragment/fragment-index.js';
 import type { Persister } from '../fragment/persister.js';
 import { nextProposal, Spool, type LocalFragment } from '../fragment/spool.js';
 import type { Logger } from '../log.js';
@@ -55,6 +55,8 @@ export class Replica {
   private readonly persisting = new WeakMap<LocalFragment, Promise<Fragment | undefined>>();
   /** Persisting not settled yet, of every spool this replica closed. */
   private readonly inFlight = new Set<Promise<Fragment | undefined>>();
+  /** Objects under the journal's prefix that are not fragments: skipped, each warned about once. */
+  private readonly strays: StrayObjects;
 
   constructor(
     spec: JournalSpec,
@@ -62,6 +64,9 @@ export class Replica {
   ) {
     this.spec = spec;
     this.index = new FragmentIndex(spec.name, { openStore: deps.openStore });
+    this.strays = new StrayObjects((o) =>
+      deps.log.warn('skipping an object that is not a fragment', { journal: spec.name, store: o.store, path: o.path, reason: o.reason }),
+    );
     this.spool = new Spool(spec.name, {
       ...(deps.spoolDir ? { dir: deps.spoolDir } : {}),
       // Content writes are deferred and batched; Append and Replicate await spool.settled()
@@ -76,6 +81,7 @@ export class Replica {
       spec: () => ({ stores: this.stores(), refreshIntervalMs: this.refreshIntervalMs() }),
       open: deps.openStore,
       signal: this.stop.signal,
+      strays: this.strays,
       onError: (e) => deps.log.warn('listing fragment stores failed', { journal: spec.name, err: (e as Error).message }),
     });
   }
@@ -220,7 +226,7 @@ export class Replica {
     if (this.refreshing) return this.refreshing;
     if (Date.now() - this.lastRefresh < 1000) return Promise.resolve();
     this.lastRefresh = Date.now();
-    this.refreshing = walkAllStores(this.name, this.stores(), this.deps.openStore, { signal: this.stop.signal })
+    this.refreshing = walkAllStoresTracked(this.name, this.stores(), this.deps.openStore, this.strays, this.stop.signal)
       .then((set) => this.index.replaceRemote(set))
       .catch((e: unknown) => this.deps.log.warn('listing fragment stores failed', { journal: this.name, err: (e as Error).message }))
       .finally(() => (this.refreshing = undefined));

@@ -304,6 +304,60 @@ export async function walkAllStores(
   return set;
 }
 
+/** An object under a journal's prefix whose name is not a fragment name. */
+export interface StrayObject {
+  store: string;
+  /** Path relative to `<journal>/`. */
+  path: string;
+  reason: string;
+}
+
+/**
+ * Reports each stray object of a journal's stores once: when a complete listing first shows it
+ * (again, after a listing without it). Stores commonly hold such objects (a README, notes, an
+ * operator's copy), and a listing runs every refresh interval: a warning per object per
+ * listing would flood the log with the same lines. Only the previous complete listing's strays
+ * are remembered, so memory follows what the stores hold.
+ */
+export class StrayObjects {
+  private known = new Set<string>();
+
+  constructor(private readonly report: (o: StrayObject) => void) {}
+
+  /** Records one complete listing's stray objects, reporting those the previous one lacked. */
+  listed(objects: readonly StrayObject[]): void {
+    const now = new Set<string>();
+    for (const o of objects) {
+      const key = `${o.store}\u0000${o.path}`;
+      if (now.has(key)) continue;
+      now.add(key);
+      if (!this.known.has(key)) this.report(o);
+    }
+    this.known = now;
+  }
+}
+
+/**
+ * {@link walkAllStores}, handing the listing's stray objects to `strays` once the walk is
+ * complete (a failed walk reports nothing, and forgets nothing).
+ */
+export async function walkAllStoresTracked(
+  journal: string,
+  urls: readonly string[],
+  open: (url: string) => FragmentStore,
+  strays: StrayObjects,
+  signal?: AbortSignal,
+): Promise<CoverSet> {
+  const found: StrayObject[] = [];
+  const walkOpts: { signal?: AbortSignal; onUnparseable: (store: string, path: string, reason: string) => void } = {
+    onUnparseable: (store, path, reason) => found.push({ store, path, reason }),
+  };
+  if (signal) walkOpts.signal = signal;
+  const set = await walkAllStores(journal, urls, open, walkOpts);
+  if (!signal?.aborted) strays.listed(found);
+  return set;
+}
+
 export interface RefreshOptions {
   /** The journal's current store URLs and refresh interval (read each round: specs change). */
   spec: () => { stores: readonly string[]; refreshIntervalMs: number } | undefined;
@@ -312,6 +366,8 @@ export interface RefreshOptions {
   /** A failed listing; the next round comes after the interval as usual. */
   onError?: (err: unknown) => void;
   onUnparseable?: (store: string, path: string, reason: string) => void;
+  /** Reports each stray object once (see StrayObjects); with it, `onUnparseable` is not called. */
+  strays?: StrayObjects;
 }
 
 /**
@@ -324,9 +380,13 @@ export async function runIndexRefresh(index: FragmentIndex, opts: RefreshOptions
     const spec = opts.spec();
     if (!spec) return;
     try {
-      const walkOpts: { signal: AbortSignal; onUnparseable?: (s: string, p: string, r: string) => void } = { signal: opts.signal };
-      if (opts.onUnparseable) walkOpts.onUnparseable = opts.onUnparseable;
-      const set = await walkAllStores(index.journal, spec.stores, opts.open, walkOpts);
+      let set: CoverSet;
+      if (opts.strays) set = await walkAllStoresTracked(index.journal, spec.stores, opts.open, opts.strays, opts.signal);
+      else {
+        const walkOpts: { signal: AbortSignal; onUnparseable?: (s: string, p: string, r: string) => void } = { signal: opts.signal };
+        if (opts.onUnparseable) walkOpts.onUnparseable = opts.onUnparseable;
+        set = await walkAllStores(index.journal, spec.stores, opts.open, walkOpts);
+      }
       if (opts.signal.aborted) return;
       index.replaceRemote(set);
     } catch (e) {

@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
 
-import { StoreSet, compareWithChain, deleteObjects, listJournal } from '../../../src/cli/fragments-plan.js';
+import { StoreSet, compareWithChain, deleteObjects, listJournal, warnIgnored, type ListedJournal } from '../../../src/cli/fragments-plan.js';
 import { planForks } from '../../../src/lib/fragment/forks.js';
 import { JournalSpec } from '../../../src/lib/protocol/gen/broker/protocol.js';
 import { FileStore, type FragmentStore } from '../../../src/lib/stores/index.js';
@@ -94,20 +94,66 @@ describe('fragments-plan', () => {
     assert.equal(c.kind, 'unread');
   });
 
-  it('reports unparseable objects, stores without a backend, and missing store directories, one line each', async () => {
-    writeFileSync(join(root, 'b', J, 'notes.txt'), 'x');
-    try {
-      const l = await listJournal(spec(['gs://bucket/x/', 'file:///missing/', 'file:///b/']), new StoreSet(root));
-      assert.equal(l.problems.length, 3, l.problems.join('\n'));
-      assert.match(l.problems[0]!, /^journal acme\/events: .*gs:\/\/.*no backend/);
-      assert.match(l.problems[1]!, /^journal acme\/events: store file:\/\/\/missing\/: directory .* is not reachable/);
-      assert.match(l.problems[2]!, /^journal acme\/events: store file:\/\/\/b\/: object acme\/events\/notes.txt is not a fragment/);
-      for (const p of l.problems) assert.ok(!p.includes('\n'));
-      const none = await listJournal(spec(['file:///a/']), new StoreSet(undefined));
-      assert.match(none.problems[0]!, /no local root directory is configured for file:\/\/ stores \(pass --file-root: /);
-    } finally {
-      rmSync(join(root, 'b', J, 'notes.txt'));
+  it('reports stores without a backend and missing store directories, one line each', async () => {
+    const l = await listJournal(spec(['gs://bucket/x/', 'file:///missing/', 'file:///b/']), new StoreSet(root));
+    assert.equal(l.problems.length, 2, l.problems.join('\n'));
+    assert.match(l.problems[0]!, /^journal acme\/events: .*gs:\/\/.*no backend/);
+    assert.match(l.problems[1]!, /^journal acme\/events: store file:\/\/\/missing\/: directory .* is not reachable/);
+    for (const p of l.problems) assert.ok(!p.includes('\n'));
+    const none = await listJournal(spec(['file:///a/']), new StoreSet(undefined));
+    assert.match(none.problems[0]!, /no local root directory is configured for file:\/\/ stores \(pass --file-root: /);
+  });
+
+  it('ignores objects that are not fragments: listed with their reason, never a problem, never a fork', async () => {
+    // A README, notes, an operator's copy in a subdirectory, and near-misses of fragment names.
+    const stray = [
+      `${J}/README`,
+      `${J}/notes.txt`,
+      `${J}/backup/copy-of-notes`,
+      `${J}/${hex16(0)}-${hex16(100)}-${'a'.repeat(40)}.raw.bak`,
+      `${J}/${hex16(0)}-${hex16(100)}-${'a'.repeat(39)}.raw`,
+      `${J}/${hex16(100)}-${hex16(0)}-${'a'.repeat(40)}.raw`,
+    ];
+    for (const p of stray) {
+      mkdirSync(dirname(join(root, 'b', p)), { recursive: true });
+      writeFileSync(join(root, 'b', p), 'stray\n');
     }
+    try {
+      const before = await listJournal(spec(['file:///a/', 'file:///b/']), new StoreSet(root));
+      assert.deepEqual(before.problems, []);
+      assert.equal(before.objects.length, 6, 'the fragments are all listed');
+      assert.deepEqual(before.ignored.map((o) => o.path).sort(), [...stray].sort());
+      for (const o of before.ignored) {
+        assert.equal(o.store, 'file:///b/');
+        assert.equal(o.size, 6);
+        assert.ok(o.reason.length > 0 && !o.reason.includes('\n'), o.reason);
+      }
+      assert.ok(!before.objects.some((o) => stray.includes(o.path)));
+      const plan = planForks(J, before.objects);
+      assert.deepEqual(plan.chain, { begin: 0n, end: 300n });
+      assert.ok(!plan.forks.some((f) => stray.includes(f.object.path)));
+    } finally {
+      for (const p of stray) rmSync(join(root, 'b', p));
+      rmSync(join(root, 'b', J, 'backup'), { recursive: true });
+    }
+  });
+
+  it('warns once per ignored object, also when nested journals both list it', () => {
+    const mk = (journal: string, paths: string[]): ListedJournal => ({
+      journal,
+      spec: spec([]),
+      objects: [],
+      ignored: paths.map((path) => ({ store: 'file:///b/', path, size: 1, reason: 'why' })),
+      problems: [],
+    });
+    const lines: string[] = [];
+    warnIgnored([mk('a/b', ['a/b/c/notes.txt', 'a/b/README']), mk('a/b/c', ['a/b/c/notes.txt']), mk('x', [])], (msg, f) =>
+      lines.push(`${msg} ${f.journal} ${f.store} ${f.path} ${f.reason}`),
+    );
+    assert.deepEqual(lines, [
+      'ignoring an object that is not a fragment a/b file:///b/ a/b/c/notes.txt why',
+      'ignoring an object that is not a fragment a/b file:///b/ a/b/README why',
+    ]);
   });
 
   it('deletes in parallel; a store refusing deletes is one line, the others are deleted', async () => {

@@ -10,7 +10,9 @@ import {
   coverSetDifference,
   FragmentIndex,
   runIndexRefresh,
+  StrayObjects,
   walkAllStores,
+  walkAllStoresTracked,
 } from '../../../../src/core/fragment/fragment-index.js';
 import { Persister } from '../../../../src/core/fragment/persister.js';
 import { readLocal, Spool } from '../../../../src/core/fragment/spool.js';
@@ -184,6 +186,56 @@ describe('refresh from stores', () => {
       [11n, 23n, 'file:///two/', 'p=11'],
     ]);
     assert.deepEqual(odd, ['not-a-fragment.txt']);
+  });
+
+  it('reports each stray object once per appearance, across listings', async () => {
+    const one = open('file:///one/');
+    await one.put(`${J}/README`, 'x');
+    await one.put(`${J}/sub/notes.txt`, 'x');
+    const seen: string[] = [];
+    const strays = new StrayObjects((o) => seen.push(`${o.store} ${o.path}`));
+    const walk = () => walkAllStoresTracked(J, ['file:///one/', 'file:///two/'], open, strays);
+    const first = await walk();
+    assert.equal(first.members().length, 2, 'the fragments are served');
+    // (not-a-fragment.txt is left by the test before.)
+    assert.deepEqual(seen.sort(), ['file:///one/ README', 'file:///one/ not-a-fragment.txt', 'file:///one/ sub/notes.txt']);
+    await walk();
+    await walk();
+    assert.equal(seen.length, 3, 'a later listing does not report them again');
+    await one.remove(`${J}/README`);
+    await walk();
+    await one.put(`${J}/README`, 'back');
+    await walk();
+    assert.deepEqual(seen.slice(3), ['file:///one/ README'], 'an object that went away and came back is reported again');
+    // A listing that fails reports nothing and forgets nothing.
+    await assert.rejects(walkAllStoresTracked(J, ['file:///one/', 'bogus://x/'], (u) => (u.startsWith('bogus') ? { listFragments: () => { throw new Error('down'); } } as unknown as FileStore : open(u)), strays));
+    await walk();
+    assert.equal(seen.length, 4);
+    await one.remove(`${J}/README`);
+    await one.remove(`${J}/sub/notes.txt`);
+  });
+
+  it('runIndexRefresh with strays reports each stray object once over several refreshes', async () => {
+    const one = open('file:///one/');
+    await one.put(`${J}/notes.txt`, 'x');
+    const ix = new FragmentIndex(J, { openStore: open });
+    const seen: string[] = [];
+    const ac = new AbortController();
+    let listings = 0;
+    const done = runIndexRefresh(ix, {
+      spec: () => ({ stores: ['file:///one/'], refreshIntervalMs: 1 }),
+      open: (u) => (listings++, open(u)),
+      signal: ac.signal,
+      strays: new StrayObjects((o) => seen.push(o.path)),
+    });
+    await ix.firstRefresh;
+    assert.equal(ix.endOffset(), 11n, 'the fragment beside the stray object is indexed');
+    // Refreshes run every millisecond: wait for several more listings.
+    while (listings < 5) await new Promise((r) => setTimeout(r, 5));
+    ac.abort();
+    await done;
+    assert.deepEqual(seen.sort(), ['not-a-fragment.txt', 'notes.txt']);
+    await one.remove(`${J}/notes.txt`);
   });
 
   it('runIndexRefresh installs listings until stopped', async () => {
