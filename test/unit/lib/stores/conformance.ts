@@ -155,6 +155,12 @@ export function storeConformance(fx: () => StoreFixture): void {
     for (const [i, w] of want.entries()) await s.put(`${j}/${w.path}`, 'x'.repeat(i + 1));
     await s.put(`${j}/notes.txt`, 'not a fragment');
     await s.put(`${j}/pp=1/${hex16(1)}-${hex16(2)}-abc.raw`, 'short sum');
+    // More objects an operator leaves beside fragments: a README, a copy in a subdirectory, a
+    // fragment name with a suffix, a name whose begin is past its end.
+    await s.put(`${j}/README`, 'readme');
+    await s.put(`${j}/ops/copy-of-notes`, 'copy');
+    await s.put(`${j}/${fragName(0, 0x10)}.orig`, 'orig');
+    await s.put(`${j}/${hex16(2)}-${hex16(1)}-${SUM}.raw`, 'backwards');
     // Neighbours that are not under `<journal>/`.
     await s.put(`a/journal-other/${fragName(0, 1)}`, 'other');
     await s.put(`a/journals/${fragName(0, 1)}`, 'other');
@@ -182,7 +188,11 @@ export function storeConformance(fx: () => StoreFixture): void {
     assert.deepEqual(
       bad.map((b) => [b.path, b.size]),
       [
+        [`${fragName(0, 0x10)}.orig`, 4],
+        [`${hex16(2)}-${hex16(1)}-${SUM}.raw`, 9],
+        ['README', 6],
         ['notes.txt', 14],
+        ['ops/copy-of-notes', 4],
         [`pp=1/${hex16(1)}-${hex16(2)}-abc.raw`, 9],
       ],
     );
@@ -192,7 +202,7 @@ export function storeConformance(fx: () => StoreFixture): void {
     }
     // A plain listing is relative to its prefix and recursive.
     const listed = (await collect(s.list('a/'))).map((o) => o.path).sort();
-    assert.equal(listed.length, want.length + 2 + 3);
+    assert.equal(listed.length, want.length + 6 + 3);
     assert.ok(listed.includes(`journal/${want[2]!.path}`));
     assert.ok(listed.includes(`other/${fragName(0, 1)}`));
     assert.deepEqual(await collect(s.listFragments('no/such/journal')), []);
