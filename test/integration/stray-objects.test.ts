@@ -12,6 +12,9 @@
 //   `--prune --yes` deletes the dead-end fork only;
 // - `journals prune --yes` deletes the expired fragment only: a stray object older than the
 //   retention stays and is not counted.
+//
+// An S3 folder marker (a key ending in '/') and an empty directory in the file store are not
+// objects at all: nothing names them, and they stay.
 
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -57,6 +60,7 @@ const STRAYS = [
   `${hex16(0)}-${hex16(100)}-${'0'.repeat(40)}.raw.orig`,
 ];
 const WARNING = 'ignoring an object that is not a fragment';
+const FOLDER = 'backups/';
 
 interface JournalCase {
   name: string;
@@ -123,6 +127,11 @@ for (const impl of [goBroker, tsBroker] as BrokerImpl[]) {
         },
       ];
       for (const c of cases) for (const s of c.strays) await c.put(s, Buffer.from(`not a fragment: ${s}\n`));
+      // An S3 "folder" as consoles create it: a key ending in '/'. Not an object to list at all
+      // (upstream's S3 store skips such keys too): never warned about, never deleted.
+      await cases[1]!.put(`${FOLDER}`, Buffer.alloc(0));
+      // Likewise an empty directory in the file store.
+      mkdirSync(join(fileDir(), 'stray/file/empty'), { recursive: true });
       await gzOk(cluster, ['journals', 'apply'], {
         input: `name: stray/
 replication: 1
@@ -273,6 +282,8 @@ ${cases.map((c) => `- name: ${c.name}\n  fragment: {length: 1024, compression_co
         assert.deepEqual(now, before[i]!.filter((p) => !gone.includes(p)), `${c.name}: the expired fragment only is gone`);
         assert.ok(now.includes(`${c.name}/notes.txt`), 'the expired stray object stays');
       }
+      assert.ok((await cases[1]!.list()).includes(`${cases[1]!.name}/${FOLDER}`), 'the S3 folder marker stays');
+      assert.ok(existsSync(join(fileDir(), 'stray/file/empty')), 'the empty directory stays');
     });
   });
 }
