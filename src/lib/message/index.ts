@@ -4,3 +4,5 @@ export * from './framing.js';
 export * from './mapping.js';
 export * from './uuid.js';
 export * from './attach-uuids.js';
+export * from './sequencer.js';
+export * from './checkpoint.js';
