@@ -3,7 +3,8 @@
 # gazctl (v0.103.0), an etcd server new enough for their etcd client (Debian's 3.4 is
 # refused with "old cluster version"), and versitygw, an S3-compatible server with a posix
 # backend used to test S3 fragment stores. It also builds sum-consumer, our own small Go
-# consumer application (scripts/peers/sum-consumer/main.go, see docs/test-consumer.md), against
+# consumer application (scripts/peers/sum-consumer/main.go, see docs/test-consumer.md), and
+# seq-oracle (scripts/peers/seq-oracle/main.go, Gazette's sequencer for differential tests), against
 # the same Gazette version. Binaries land in $GAZCTL_PEERS_DIR (default ~/.cache/gazctl-peers)
 # and are reused when already built (sum-consumer: while its source is unchanged).
 set -euo pipefail
@@ -44,24 +45,34 @@ if [ ! -x "$BIN/gazette" ] || [ ! -x "$BIN/gazctl" ] || [ "$(cat "$BIN/.gazette-
   echo "$GAZETTE_VERSION" > "$BIN/.gazette-version"
 fi
 
-# sum-consumer: a throwaway module in $PEERS_DIR/src-sum-consumer holding a copy of our
-# main.go (`go install pkg@version` is not an option: the program is ours, not a module's).
-# The checksum of the source and the Gazette version are kept beside the binary, so a changed
+# Our own Go programs, each a throwaway module in $PEERS_DIR/src-<name> holding a copy of its
+# main.go (`go install pkg@version` is not an option: the programs are ours, not a module's):
+#   sum-consumer  the reference consumer application of the tests (docs/test-consumer.md)
+#   seq-oracle    runs Gazette's message.Sequencer and JSON framing over inputs of the
+#                 differential tests of src/lib/message (docs/messages.md)
+# The checksum of the source and the Gazette version are kept beside each binary, so a changed
 # main.go is rebuilt. After the broker's build the modules are cached: this takes seconds.
-SUM_SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/peers/sum-consumer/main.go"
-sum_stamp="$GAZETTE_VERSION $(sha256sum "$SUM_SRC" | cut -d' ' -f1)"
-if [ ! -x "$BIN/sum-consumer" ] || [ "$(cat "$BIN/.sum-consumer-source" 2>/dev/null)" != "$sum_stamp" ]; then
-  echo "building sum-consumer against gazette $GAZETTE_VERSION ..." >&2
-  mkdir -p "$PEERS_DIR/src-sum-consumer"
-  (
-    cd "$PEERS_DIR/src-sum-consumer"
-    printf 'module sumconsumer\n\ngo 1.24\n\nrequire go.gazette.dev/core %s\n' "$GAZETTE_VERSION" > go.mod
-    cp "$SUM_SRC" main.go
-    GOFLAGS=-mod=mod go mod tidy
-    GOFLAGS=-mod=mod go build -o "$BIN/sum-consumer" .
-  )
-  echo "$sum_stamp" > "$BIN/.sum-consumer-source"
-fi
+build_own() { # name
+  local name=$1
+  local src
+  src="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/peers/$name/main.go"
+  local stamp
+  stamp="$GAZETTE_VERSION $(sha256sum "$src" | cut -d' ' -f1)"
+  if [ ! -x "$BIN/$name" ] || [ "$(cat "$BIN/.$name-source" 2>/dev/null)" != "$stamp" ]; then
+    echo "building $name against gazette $GAZETTE_VERSION ..." >&2
+    mkdir -p "$PEERS_DIR/src-$name"
+    (
+      cd "$PEERS_DIR/src-$name"
+      printf 'module %s\n\ngo 1.24\n\nrequire go.gazette.dev/core %s\n' "${name//-/}" "$GAZETTE_VERSION" > go.mod
+      cp "$src" main.go
+      GOFLAGS=-mod=mod go mod tidy
+      GOFLAGS=-mod=mod go build -o "$BIN/$name" .
+    )
+    echo "$stamp" > "$BIN/.$name-source"
+  fi
+}
+build_own sum-consumer
+build_own seq-oracle
 
 if [ ! -x "$BIN/etcd" ] || [ "$(cat "$BIN/.etcd-version" 2>/dev/null)" != "$ETCD_VERSION" ]; then
   echo "building etcd $ETCD_VERSION ..." >&2

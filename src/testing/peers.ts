@@ -1,11 +1,11 @@
-// Locating the reference peer binaries (Go `gazette`, Go `gazctl`, `etcd`, our Go `sum-consumer`) that
+// Locating the reference peer binaries (Go `gazette`, Go `gazctl`, `etcd`, our Go `sum-consumer` and `seq-oracle`) that
 // `scripts/install-peers.sh` builds from the Go module proxy.
 
 import { accessSync, constants, existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 
-export type PeerName = 'gazette' | 'gazctl' | 'etcd' | 'sum-consumer';
+export type PeerName = 'gazette' | 'gazctl' | 'etcd' | 'sum-consumer' | 'seq-oracle';
 
 /** Directory holding the peer binaries: `$GAZCTL_PEERS_DIR/bin`, default `~/.cache/gazctl-peers/bin`. */
 export function peersBinDir(): string {

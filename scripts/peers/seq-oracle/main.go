@@ -1,0 +1,295 @@
+// seq-oracle runs Gazette's own message code (v0.103.0) over inputs given on stdin, so that our
+// TypeScript port can be compared with it (test/unit/lib/message/sequencer-oracle.test.ts and
+// publisher tests). It is a test peer built by scripts/install-peers.sh.
+//
+//	seq-oracle sequence   a script of journal contents and reads; prints what the Sequencer
+//	                      decides, dequeues and checkpoints (format below)
+//	seq-oracle read       NDJSON records as `<journal>\t<line>`; decodes each with the JSON
+//	                      framing into a record like sum-consumer's, sequences them, and prints
+//	                      the committed ones
+//
+// Script of `sequence` (one command a line, fields separated by spaces):
+//
+//	N <ring>                          new Sequencer with no state
+//	M <journal> <begin> <end> <uuid>  a message of the journal's content (in offset order)
+//	Q <journal>                       if a committed sequence is being dequeued, Step once;
+//	                                  otherwise read the journal's next message and queue it
+//	C <horizon-ns>                    Checkpoint with that prune horizon
+//	R <ring> <horizon-ns>             Checkpoint, then restart: a new Sequencer from it, and
+//	                                  each journal's reader back at its read-through offset
+//	X                                 forget everything: a new, independent history follows
+//
+// Output: `O <outcome>`, `RR <journal> <from> <to>` (replay started), `D <journal> <begin> <end>
+// <uuid>` (dequeued), `EOF` (sequence done), `-` (journal read to its end), `P <hasPending>`,
+// `T <journal> <offset>` and `S <journal> <producer> <lastAck> <begin>` (checkpoint, sorted),
+// `E` (Step failed) and `PANIC` (the Sequencer panicked), after which the history's remaining
+// commands are skipped, and `X`.
+package main
+
+import (
+	"bufio"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	pb "go.gazette.dev/core/broker/protocol"
+	"go.gazette.dev/core/labels"
+	"go.gazette.dev/core/message"
+)
+
+type msg struct{ uuid message.UUID }
+
+func (m *msg) GetUUID() message.UUID                         { return m.uuid }
+func (m *msg) SetUUID(u message.UUID)                        { m.uuid = u }
+func (m *msg) NewAcknowledgement(pb.Journal) message.Message { return new(msg) }
+
+// record is sum-consumer's record, verbatim.
+type record struct {
+	UUID  message.UUID
+	Key   string `json:"key"`
+	Value int64  `json:"value"`
+}
+
+func (r *record) GetUUID() message.UUID                         { return r.UUID }
+func (r *record) SetUUID(u message.UUID)                        { r.UUID = u }
+func (r *record) NewAcknowledgement(pb.Journal) message.Message { return new(record) }
+
+var out = bufio.NewWriter(os.Stdout)
+
+func main() {
+	defer out.Flush()
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: seq-oracle sequence|read < input")
+		os.Exit(2)
+	}
+	switch os.Args[1] {
+	case "sequence":
+		runSequence()
+	case "read":
+		runRead()
+	default:
+		fmt.Fprintln(os.Stderr, "usage: seq-oracle sequence|read < input")
+		os.Exit(2)
+	}
+}
+
+type state struct {
+	content map[pb.Journal][]message.Envelope
+	cursor  map[pb.Journal]int
+	seq     *message.Sequencer
+	// Producer states of the last checkpoint, for a restart.
+	restartStates []message.ProducerState
+}
+
+func envString(e *message.Envelope) string {
+	return fmt.Sprintf("%s %d %d %s", e.Journal.Name, e.Begin, e.End, e.GetUUID().String())
+}
+
+func (s *state) checkpoint(horizon time.Duration) pb.Offsets {
+	fmt.Fprintf(out, "P %v\n", s.seq.HasPending())
+	var offsets, states = s.seq.Checkpoint(horizon)
+	var js []string
+	for j := range offsets {
+		js = append(js, string(j))
+	}
+	sort.Strings(js)
+	for _, j := range js {
+		fmt.Fprintf(out, "T %s %d\n", j, offsets[pb.Journal(j)])
+	}
+	var lines []string
+	for _, st := range states {
+		lines = append(lines, fmt.Sprintf("S %s %s %d %d", st.Journal, hex.EncodeToString(st.Producer[:]), st.LastAck, st.Begin))
+	}
+	sort.Strings(lines)
+	for _, l := range lines {
+		fmt.Fprintln(out, l)
+	}
+	var cp = make(pb.Offsets, len(offsets))
+	for j, o := range offsets {
+		cp[j] = o
+	}
+	// Restarting consumers restore from a serialized checkpoint: states are copied too.
+	s.restartStates = append(s.restartStates[:0], states...)
+	return cp
+}
+
+func (s *state) step() bool {
+	if err := s.seq.Step(); err == io.EOF {
+		fmt.Fprintln(out, "EOF")
+	} else if err != nil {
+		fmt.Fprintln(out, "E")
+		return false
+	} else {
+		fmt.Fprintf(out, "D %s\n", envString(s.seq.Dequeued))
+	}
+	return true
+}
+
+func (s *state) exec(f []string) (ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintln(out, "PANIC")
+			ok = false
+		}
+	}()
+	switch f[0] {
+	case "N":
+		s.seq = message.NewSequencer(nil, nil, atoi(f[1]))
+	case "M":
+		var u, err = uuid.Parse(f[4])
+		if err != nil {
+			panic(err)
+		}
+		var j = pb.Journal(f[1])
+		s.content[j] = append(s.content[j], message.Envelope{
+			Journal: &pb.JournalSpec{Name: j}, Begin: int64(atoi(f[2])), End: int64(atoi(f[3])), Message: &msg{uuid: u},
+		})
+	case "Q":
+		if s.seq.Dequeued != nil {
+			return s.step()
+		}
+		var j = pb.Journal(f[1])
+		var i = s.cursor[j]
+		if i >= len(s.content[j]) {
+			fmt.Fprintln(out, "-")
+			return true
+		}
+		s.cursor[j] = i + 1
+		var env = s.content[j][i]
+		env.Message = &msg{uuid: env.GetUUID()} // a fresh message per read, as a reader decodes
+		var outcome = s.seq.QueueUncommitted(env)
+		fmt.Fprintf(out, "O %s\n", outcome)
+		switch outcome {
+		case message.QueueAckCommitReplay:
+			var rj, from, to = s.seq.ReplayRange()
+			fmt.Fprintf(out, "RR %s %d %d\n", rj, from, to)
+			var items []message.Envelope
+			for _, e := range s.content[rj] {
+				if e.Begin >= from && e.End <= to {
+					e.Message = &msg{uuid: e.GetUUID()}
+					items = append(items, e)
+				}
+			}
+			s.seq.StartReplay(message.IteratorFunc(func() (message.Envelope, error) {
+				if len(items) == 0 {
+					return message.Envelope{}, io.EOF
+				}
+				var e = items[0]
+				items = items[1:]
+				return e, nil
+			}))
+			return s.step()
+		case message.QueueAckCommitRing, message.QueueAckEmpty, message.QueueOutsideCommit:
+			return s.step()
+		}
+	case "C":
+		s.checkpoint(time.Duration(atoi(f[1])))
+	case "R":
+		var offsets = s.checkpoint(time.Duration(atoi(f[2])))
+		s.seq = message.NewSequencer(offsets, s.restartStates, atoi(f[1]))
+		for j, items := range s.content {
+			var i = 0
+			for i < len(items) && items[i].Begin < offsets[j] {
+				i++
+			}
+			s.cursor[j] = i
+		}
+	default:
+		panic("bad command " + f[0])
+	}
+	return true
+}
+
+func runSequence() {
+	var s *state
+	var failed bool
+	var sc = bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var f = strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		} else if f[0] == "X" || s == nil {
+			s = &state{content: map[pb.Journal][]message.Envelope{}, cursor: map[pb.Journal]int{}}
+			failed = false
+			if f[0] == "X" {
+				fmt.Fprintln(out, "X")
+				continue
+			}
+		}
+		if !failed && !s.exec(f) {
+			failed = true
+		}
+	}
+}
+
+func atoi(s string) int {
+	var n, err = strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		panic(err)
+	}
+	return int(n)
+}
+
+// runRead decodes records with Gazette's JSON framing and sequences them read-committed, one
+// journal after the other in input order, and prints each committed record as
+// `<journal> <begin> <end> <uuid> <flags> <key> <value>`.
+func runRead() {
+	var framing, err = message.FramingByContentType(labels.ContentType_JSONLines)
+	if err != nil {
+		panic(err)
+	}
+	var seq = message.NewSequencer(nil, nil, 1024)
+	var offsets = map[pb.Journal]int64{}
+	var content = map[pb.Journal][]message.Envelope{}
+	var sc = bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var parts = strings.SplitN(sc.Text(), "\t", 2)
+		var j = pb.Journal(parts[0])
+		var line = parts[1] + "\n"
+		var rec = new(record)
+		if err := framing.NewUnmarshalFunc(bufio.NewReader(strings.NewReader(line)))(rec); err != nil {
+			fmt.Fprintf(out, "DECODE-ERROR %s %v\n", j, err)
+			continue
+		}
+		var env = message.Envelope{Journal: &pb.JournalSpec{Name: j}, Begin: offsets[j], End: offsets[j] + int64(len(line)), Message: rec}
+		offsets[j] = env.End
+		content[j] = append(content[j], env)
+		if seq.QueueUncommitted(env) == message.QueueAckCommitReplay {
+			var rj, from, to = seq.ReplayRange()
+			var items []message.Envelope
+			for _, e := range content[rj] {
+				if e.Begin >= from && e.End <= to {
+					items = append(items, e)
+				}
+			}
+			seq.StartReplay(message.IteratorFunc(func() (message.Envelope, error) {
+				if len(items) == 0 {
+					return message.Envelope{}, io.EOF
+				}
+				var e = items[0]
+				items = items[1:]
+				return e, nil
+			}))
+		}
+		for {
+			if err := seq.Step(); err == io.EOF {
+				break
+			} else if err != nil {
+				fmt.Fprintf(out, "STEP-ERROR %v\n", err)
+				return
+			}
+			var d = seq.Dequeued
+			var r = d.Message.(*record)
+			fmt.Fprintf(out, "%s %d %d %s %s %q %d\n", d.Journal.Name, d.Begin, d.End, r.UUID.String(),
+				message.GetFlags(r.UUID), r.Key, r.Value)
+		}
+	}
+}
