@@ -42,7 +42,10 @@ export interface AppendServiceOptions {
   maxBufferedBytes?: number;
   /** How long an append waits for more records before it commits (default 5 ms). */
   lingerMs?: number;
-  onCommitted?: (journal: string, bytes: number) => void;
+  /** After each append commits: its journal, the bytes it held and the broker's answer. */
+  onCommitted?: (journal: string, bytes: number, response: AppendResponse) => void;
+  /** When a journal's queue fails for good (every later push to it throws `error`). */
+  onFailed?: (journal: string, error: Error) => void;
   /** Time budget of each batch, retries included (0 or absent: none). */
   timeoutMs?: number;
   signal?: AbortSignal;
@@ -134,7 +137,7 @@ export class AppendService {
    * `maxBatch` bytes or when none arrived for the linger time, and retries (replaying what it
    * sent) while the broker cannot have committed it. `taken.bytes` counts the records it took.
    */
-  private async appendBatch(journal: string, q: Queue, taken: { bytes: number }): Promise<void> {
+  private async appendBatch(journal: string, q: Queue, taken: { bytes: number }): Promise<AppendResponse> {
     const o = this.opts;
     const retryable = o.retryable ?? isRetryableQueuedAppendError;
     const deadline = o.timeoutMs !== undefined && o.timeoutMs > 0 ? Date.now() + o.timeoutMs : undefined;
@@ -163,8 +166,7 @@ export class AppendService {
           if (bytes >= this.maxBatch || q.chunks.length > 0) break; // full: the next record starts the next append
           if (!(await this.waitForMore(journal, q))) break;
         }
-        await a.commit();
-        return;
+        return await a.commit();
       } catch (err) {
         a.abort();
         if (!retryable(err) || appendMayHaveCommitted(err, a.commitSent)) throw err;
@@ -182,10 +184,11 @@ export class AppendService {
       while (q.chunks.length > 0 && !q.error) {
         const taken = { bytes: 0 };
         try {
-          await this.appendBatch(journal, q, taken);
-          this.opts.onCommitted?.(journal, taken.bytes);
+          const res = await this.appendBatch(journal, q, taken);
+          this.opts.onCommitted?.(journal, taken.bytes, res);
         } catch (err) {
           q.error = err as Error;
+          this.opts.onFailed?.(journal, q.error);
         }
         this.buffered -= taken.bytes;
         this.events.emit('drained');

@@ -6,3 +6,5 @@ export * from './uuid.js';
 export * from './attach-uuids.js';
 export * from './sequencer.js';
 export * from './checkpoint.js';
+export * from './json.js';
+export * from './publisher.js';
