@@ -26,7 +26,7 @@
 // dequeued; until then it stays at the sequence's first unconsumed message, so that a sequencer
 // restored from a checkpoint queues the ACK again and re-emits just the rest.
 import type { Clock, ProducerID, UUID } from './uuid.js';
-import { MessageFlags, getClock, getFlags, formatUUID } from './uuid.js';
+import { MessageFlags, getClock, getFlags, formatUUID, hasZeroClock } from './uuid.js';
 import { GazctlError } from '../protocol/errors.js';
 
 /** One message read from a journal, and where. */
@@ -106,16 +106,17 @@ interface Partial {
 const NONE = -1;
 const REPLAY = -2;
 
-/** The key of a (journal, producer) pair: the journal name, a NUL, the 6 id bytes as latin1. */
-function jpKey(journal: string, uuid: UUID): string {
-  return journal + '\u0000' + String.fromCharCode(uuid[10]!, uuid[11]!, uuid[12]!, uuid[13]!, uuid[14]!, uuid[15]!);
+/** A producer id (the 6 bytes at `at`) as a number: 48 bits are exact in a double. */
+function producerNumber(b: Uint8Array, at: number): number {
+  return (b[at]! * 0x10000 + ((b[at + 1]! << 8) | b[at + 2]!)) * 0x1000000 + ((b[at + 3]! << 16) | (b[at + 4]! << 8) | b[at + 5]!);
 }
 
 const MASK64 = (1n << 64n) - 1n;
 
 export class Sequencer<M = unknown> {
   private readonly offsets: Map<string, bigint>;
-  private readonly partials = new Map<string, Partial>();
+  /** Partial sequences by journal, then by producer id (as a number). */
+  private readonly partials = new Map<string, Map<number, Partial>>();
   /** Sequences begun or extended since the last checkpoint(). */
   private readonly pending = new Set<Partial>();
   private emit: Partial | undefined;
@@ -125,6 +126,8 @@ export class Sequencer<M = unknown> {
   private readonly held: boolean[] = [];
   /** Next slot of the same producer's sequence, or -1. */
   private readonly next: number[] = [];
+  /** Clock of each slot's message, computed when it was queued. */
+  private readonly ringClock: Clock[] = [];
   private head = 0;
   private replayIt: ReplayIterator<M> | undefined;
   private replayAsync = false;
@@ -145,8 +148,7 @@ export class Sequencer<M = unknown> {
     this.cap = buffer > 0 ? Math.floor(buffer) : 1;
     this.log = log ?? (() => {});
     for (const s of states) {
-      const key = s.journal + '\u0000' + String.fromCharCode(...s.producer);
-      this.partials.set(key, { journal: s.journal, producer: Uint8Array.from(s.producer), minClock: s.lastAck, maxClock: s.lastAck, begin: s.begin, ringStart: -1, ringStop: -1 });
+      this.producersOf(s.journal).set(producerNumber(s.producer, 0), { journal: s.journal, producer: Uint8Array.from(s.producer), minClock: s.lastAck, maxClock: s.lastAck, begin: s.begin, ringStart: -1, ringStop: -1 });
     }
   }
 
@@ -165,6 +167,15 @@ export class Sequencer<M = unknown> {
     return this.emit !== undefined;
   }
 
+  private producersOf(journal: string): Map<number, Partial> {
+    let m = this.partials.get(journal);
+    if (m === undefined) {
+      m = new Map();
+      this.partials.set(journal, m);
+    }
+    return m;
+  }
+
   private resolve(ref: number): Envelope<M> | undefined {
     if (ref === NONE) return undefined;
     if (ref === REPLAY) return this.replayEnv ?? zeroEnvelope<M>();
@@ -177,22 +188,27 @@ export class Sequencer<M = unknown> {
     this.evictAtHead();
 
     const uuid = env.uuid;
-    let clock = getClock(uuid);
-    let flags = getFlags(uuid);
+    let clock: Clock;
+    let flags: number;
     let partial: Partial;
+    let real: Clock; // the UUID's own clock (kept in the ring: a message is dequeued by it)
 
-    if (clock === 0n) {
+    if (hasZeroClock(uuid)) {
       // No clock (usually no UUID at all): committed at once and not indexed, with a synthetic
       // clock of 1 so that it is above its throw-away sequence's minimum.
-      partial = { journal: env.journal, producer: uuid.slice(10, 16), minClock: 0n, maxClock: 0n, begin: -1n, ringStart: -1, ringStop: -1 };
+      partial = { journal: env.journal, producer: uuid.subarray(10, 16), minClock: 0n, maxClock: 0n, begin: -1n, ringStart: -1, ringStop: -1 };
       flags = MessageFlags.OUTSIDE_TXN;
       clock = 1n;
+      real = 0n;
     } else {
-      const key = jpKey(env.journal, uuid);
-      const found = this.partials.get(key);
+      clock = real = getClock(uuid);
+      flags = getFlags(uuid);
+      const producers = this.producersOf(env.journal);
+      const id = producerNumber(uuid, 10);
+      const found = producers.get(id);
       if (found === undefined) {
         partial = { journal: env.journal, producer: uuid.slice(10, 16), minClock: clock - 1n, maxClock: clock - 1n, begin: -1n, ringStart: -1, ringStop: -1 };
-        this.partials.set(key, partial);
+        producers.set(id, partial);
       } else {
         partial = found;
       }
@@ -245,7 +261,7 @@ export class Sequencer<M = unknown> {
           partial.begin = env.begin;
           this.pending.add(partial);
         }
-        this.addAtHead(env, partial);
+        this.addAtHead(env, partial, real);
         partial.maxClock = clock;
         this.offsets.set(env.journal, env.end);
         break;
@@ -260,7 +276,7 @@ export class Sequencer<M = unknown> {
         break;
       default:
         // OUTSIDE_COMMIT, ACK_EMPTY, ACK_COMMIT_RING, ACK_COMMIT_REPLAY.
-        this.addAtHead(env, partial);
+        this.addAtHead(env, partial, real);
         if (outcome === QueueOutcome.ACK_EMPTY) {
           partial.begin = env.begin;
         } else if (outcome === QueueOutcome.OUTSIDE_COMMIT) {
@@ -333,18 +349,20 @@ export class Sequencer<M = unknown> {
     // uint64, so a horizon larger than the clock wraps around (and prunes all of the journal's
     // producers); done the same way here.
     const prune = new Map<string, Clock>();
-    for (const p of this.partials.values()) {
-      if (p.minClock > (prune.get(p.journal) ?? 0n)) prune.set(p.journal, p.minClock);
+    for (const producers of this.partials.values()) {
+      for (const p of producers.values()) if (p.minClock > (prune.get(p.journal) ?? 0n)) prune.set(p.journal, p.minClock);
     }
     for (const [j, clock] of prune) {
       prune.set(j, pruneHorizonNanos > 0n ? (clock - ((pruneHorizonNanos / 100n) << 4n)) & MASK64 : 0n);
     }
     const states: ProducerState[] = [];
-    for (const [key, p] of this.partials) {
-      if (p.maxClock >= (prune.get(p.journal) ?? 0n)) {
-        states.push({ journal: p.journal, producer: Uint8Array.from(p.producer), lastAck: p.minClock, begin: p.begin });
-      } else {
-        this.partials.delete(key);
+    for (const producers of this.partials.values()) {
+      for (const [id, p] of producers) {
+        if (p.maxClock >= (prune.get(p.journal) ?? 0n)) {
+          states.push({ journal: p.journal, producer: Uint8Array.from(p.producer), lastAck: p.minClock, begin: p.begin });
+        } else {
+          producers.delete(id);
+        }
       }
     }
     this.pending.clear();
@@ -398,6 +416,7 @@ export class Sequencer<M = unknown> {
         const idx = e.ringStart;
         env = this.ring[idx]!;
         this.dequeuedRef = idx;
+        this.dequeuedClock = this.ringClock[idx]!;
         e.ringStart = this.next[idx]!;
       } else {
         if (!this.replayFresh) return NEED_REPLAY;
@@ -406,8 +425,8 @@ export class Sequencer<M = unknown> {
         // The replayed range holds other producers' messages too.
         if (!bytesEqual6(env.uuid, e.producer)) continue;
         this.dequeuedRef = REPLAY;
+        this.dequeuedClock = getClock(env.uuid);
       }
-      this.dequeuedClock = getClock(env.uuid);
       if (this.dequeuedClock !== 0n && this.dequeuedClock <= e.minClock) {
         // A duplicate (possible in replays, and across a recovered checkpoint, which keeps only the
         // last ACK). Zero clocks are exempt: their order is synthetic.
@@ -442,12 +461,13 @@ export class Sequencer<M = unknown> {
         this.ring.length = this.head + 1;
         this.held.push(false);
         this.next.push(-1);
+        this.ringClock.push(0n);
       }
       return;
     }
     if (!this.held[this.head]) return; // Already evicted (or dequeued).
     const env = this.ring[this.head]!;
-    const p = this.partials.get(jpKey(env.journal, env.uuid));
+    const p = this.partials.get(env.journal)?.get(producerNumber(env.uuid, 10));
     // A sequence still pointing at this slot steps past it.
     if (p !== undefined && p.ringStart === this.head) {
       const nx = this.next[p.ringStart]!;
@@ -465,9 +485,10 @@ export class Sequencer<M = unknown> {
     this.next[this.head] = -1;
   }
 
-  private addAtHead(env: Envelope<M>, partial: Partial): void {
+  private addAtHead(env: Envelope<M>, partial: Partial, clock: Clock): void {
     const h = this.head;
     this.ring[h] = env;
+    this.ringClock[h] = clock;
     this.held[h] = true;
     this.next[h] = -1;
     if (partial.ringStop === -1) partial.ringStart = h;

@@ -100,11 +100,21 @@ export function getProducerID(uuid: UUID): ProducerID {
 /** The clock (timestamp and sequence counter) of a UUID. */
 export function getClock(uuid: UUID): Clock {
   const v = checkUUID(uuid);
-  let c = BigInt(v.getUint32(0)) << 4n;
-  c |= BigInt(v.getUint16(4)) << 36n;
-  c |= BigInt(v.getUint16(6) & 0x0fff) << 52n; // the version nibble is not part of the clock
-  c |= BigInt((uuid[8]! >> 2) & 0xf);
-  return c;
+  const lo32 = v.getUint32(0); // timestamp bits 0-31
+  const hi28 = ((v.getUint16(6) & 0x0fff) << 16) | v.getUint16(4); // bits 32-59 (the version nibble is not part of the clock)
+  const counter = (uuid[8]! >> 2) & 0xf;
+  // clock = timestamp << 4 | counter, assembled as two 32-bit halves and read as one uint64:
+  // a single BigInt is made (this runs for every message a consumer sequences).
+  CLOCK_SCRATCH.setUint32(0, ((hi28 << 4) | (lo32 >>> 28)) >>> 0);
+  CLOCK_SCRATCH.setUint32(4, ((lo32 << 4) | counter) >>> 0);
+  return CLOCK_SCRATCH.getBigUint64(0);
+}
+
+const CLOCK_SCRATCH = new DataView(new ArrayBuffer(8));
+
+/** True when a UUID's clock is zero (as for the all-zero UUID of a message without one), without making a BigInt. */
+export function hasZeroClock(uuid: UUID): boolean {
+  return uuid.length === 16 && uuid[0] === 0 && uuid[1] === 0 && uuid[2] === 0 && uuid[3] === 0 && uuid[4] === 0 && uuid[5] === 0 && (uuid[6]! & 0x0f) === 0 && uuid[7] === 0 && (uuid[8]! & 0x3c) === 0;
 }
 
 /** The 10 flag bits of a UUID. */
