@@ -189,4 +189,26 @@ describe('our Publisher, read by a Go sum-consumer and by Gazette\'s sequencer',
     assert.deepEqual(sums, expected);
     assert.ok(go.some((l) => l.includes(' ACK_TXN ')) && go.some((l) => l.includes(' CONTINUE_TXN ')) && go.some((l) => l.includes(' OUTSIDE_TXN ')));
   });
+
+  test('pending appends, published offsets, and ACK intents of journals that do not exist', async () => {
+    const [j0] = layout.shards[0]!.sources as [string];
+    const enc = jsonEncoder<Rec>(() => ({ key: '', value: 0 }));
+    const p = new Publisher(journals);
+    const first = p.publishUncommitted(() => j0, enc, { key: 'pending', value: 1 });
+    const waits = p.pending();
+    assert.equal(waits.length, 1, 'one journal has appends in flight');
+    await Promise.all(waits);
+    await first.committed;
+    assert.deepEqual(p.pending(), [], 'nothing left in flight');
+    const intents = p.buildAckIntents();
+    assert.equal(intents.length, 1);
+    const ends = await p.writeAckIntents(intents);
+    assert.deepEqual(p.publishedThrough(), ends);
+    // What a recovered checkpoint may hold: an intent for a journal deleted since.
+    const gone = [{ journal: `${layout.name}/deleted`, intent: intents[0]!.intent }];
+    const missing: string[] = [];
+    assert.deepEqual(await p.writeAckIntents(gone, { onMissing: (j) => missing.push(j) }), new Map());
+    assert.deepEqual(missing, [`${layout.name}/deleted`]);
+    await assert.rejects(new Publisher(journals).writeAckIntents(gone), /JOURNAL_NOT_FOUND/);
+  });
 });

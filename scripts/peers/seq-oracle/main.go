@@ -7,6 +7,10 @@
 //	seq-oracle read       NDJSON records as `<journal>\t<line>`; decodes each with the JSON
 //	                      framing into a record like sum-consumer's, sequences them, and prints
 //	                      the committed ones
+//	seq-oracle decode     one JSON line each; prints the record decoded (`<uuid> <key as hex>
+//	                      <value>`) or `ERROR`
+//	seq-oracle encode     `<uuid>\t<key as a JSON string>\t<value>` each; prints the line the
+//	                      JSON framing writes for that record
 //
 // Script of `sequence` (one command a line, fields separated by spaces):
 //
@@ -29,6 +33,7 @@ package main
 import (
 	"bufio"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -65,7 +70,7 @@ var out = bufio.NewWriter(os.Stdout)
 func main() {
 	defer out.Flush()
 	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: seq-oracle sequence|read < input")
+		fmt.Fprintln(os.Stderr, "usage: seq-oracle sequence|read|decode|encode < input")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -73,8 +78,12 @@ func main() {
 		runSequence()
 	case "read":
 		runRead()
+	case "decode":
+		runDecode()
+	case "encode":
+		runEncode()
 	default:
-		fmt.Fprintln(os.Stderr, "usage: seq-oracle sequence|read < input")
+		fmt.Fprintln(os.Stderr, "usage: seq-oracle sequence|read|decode|encode < input")
 		os.Exit(2)
 	}
 }
@@ -292,4 +301,48 @@ func runRead() {
 				message.GetFlags(r.UUID), r.Key, r.Value)
 		}
 	}
+}
+
+func jsonFraming() message.Framing {
+	var framing, err = message.FramingByContentType(labels.ContentType_JSONLines)
+	if err != nil {
+		panic(err)
+	}
+	return framing
+}
+
+func runDecode() {
+	var framing = jsonFraming()
+	var sc = bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var rec = new(record)
+		if err := framing.NewUnmarshalFunc(bufio.NewReader(strings.NewReader(sc.Text()+"\n")))(rec); err != nil {
+			fmt.Fprintln(out, "ERROR")
+			continue
+		}
+		fmt.Fprintf(out, "%s %s %d\n", rec.UUID.String(), hex.EncodeToString([]byte(rec.Key)), rec.Value)
+	}
+}
+
+func runEncode() {
+	var framing = jsonFraming()
+	var bw = bufio.NewWriter(out)
+	var sc = bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var f = strings.SplitN(sc.Text(), "\t", 3)
+		var rec = new(record)
+		var err error
+		if rec.UUID, err = uuid.Parse(f[0]); err != nil {
+			panic(err)
+		} else if err = json.Unmarshal([]byte(f[1]), &rec.Key); err != nil {
+			panic(err)
+		}
+		rec.Value = int64(atoi(f[2]))
+		if err = framing.Marshal(rec, bw); err != nil {
+			panic(err)
+		}
+	}
+	_ = bw.Flush()
 }
