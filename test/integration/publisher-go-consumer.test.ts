@@ -14,7 +14,8 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { JournalClient, ShardClient, appendOnce } from '../../src/lib/index.js';
-import { Publisher, jsonEncoder, type MessageEncoder } from '../../src/lib/message/publisher.js';
+import { Publisher } from '../../src/lib/client/publisher.js';
+import { jsonEncoder, type MessageEncoder } from '../../src/lib/message/encoder.js';
 import { Sequencer, isCommitOutcome, type Envelope } from '../../src/lib/message/sequencer.js';
 import { decodeJsonMessage } from '../../src/lib/message/json.js';
 import { flagsName, formatUUID, getFlags } from '../../src/lib/message/uuid.js';

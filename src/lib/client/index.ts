@@ -95,3 +95,4 @@ export {
   type ResetOutcome,
   type SuspendOutcome,
 } from './journal-ops.js';
+export { Publisher, type PublisherOptions, type Published } from './publisher.js';

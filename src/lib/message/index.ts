@@ -7,4 +7,4 @@ export * from './attach-uuids.js';
 export * from './sequencer.js';
 export * from './checkpoint.js';
 export * from './json.js';
-export * from './publisher.js';
+export * from './encoder.js';

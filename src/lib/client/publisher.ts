@@ -13,32 +13,13 @@
 // transaction gets its ACK or none does until a recovery re-sends them. An ACK commits every
 // earlier CONTINUE_TXN message of the producer in its journal; a reader that sees an ACK with a
 // clock it already acknowledged rolls the pending messages back instead.
+// (It lives in the client library, beside the append queues it writes through; the message
+// library below it holds the UUIDs, encoders and checkpoint pieces it uses.)
 import type { AppendResponse } from '../protocol/gen/broker/protocol.js';
-import { AppendService, type AppendClient, type AppendServiceOptions } from '../client/append-service.js';
-import type { AckIntent } from './checkpoint.js';
-import { encodeJsonMessage } from './json.js';
-import { MessageClock, MessageFlags, buildUUID, newProducerID, type ProducerID, type UUID } from './uuid.js';
-
-/** How a message is written: its framed record given its UUID, and its acknowledgement. */
-export interface MessageEncoder<M> {
-  /** The record of `message` carrying `uuid`, framing included (a JSON line ends in \n). */
-  encode(message: M, uuid: UUID): Buffer;
-  /** A new acknowledgement message for `journal` (encode() then gives it its ACK_TXN UUID). */
-  newAcknowledgement(journal: string): M;
-}
-
-/**
- * JSON lines messages (objects) whose UUID is the first field, `UUID`, as a Go struct with an
- * untagged `UUID message.UUID` first field encodes them. `newAck` builds the acknowledgement
- * (Go: the message type's NewAcknowledgement; sum-consumer's is a zero record, whose line is
- * `{"UUID":"…","key":"","value":0}`).
- */
-export function jsonEncoder<M extends Record<string, unknown>>(newAck: (journal: string) => M): MessageEncoder<M> {
-  return { encode: (m, uuid) => encodeJsonMessage(m, uuid), newAcknowledgement: newAck };
-}
-
-/** Picks the journal of a message (it may throw: nothing is published then). */
-export type MappingFunc<M> = (message: M) => string;
+import { AppendService, type AppendClient, type AppendServiceOptions } from './append-service.js';
+import type { AckIntent } from '../message/checkpoint.js';
+import type { MappingFunc, MessageEncoder } from '../message/encoder.js';
+import { MessageClock, MessageFlags, buildUUID, newProducerID, type ProducerID, type UUID } from '../message/uuid.js';
 
 export interface PublisherOptions {
   /**
