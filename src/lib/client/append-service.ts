@@ -51,6 +51,12 @@ export interface AppendServiceOptions {
   signal?: AbortSignal;
   /** Failures worth retrying (default: all but terminal statuses and cancellation). */
   retryable?: (err: unknown) => boolean;
+  /**
+   * Retry an append even when the broker may have committed it (its records may then be in the
+   * journal twice). Right for records whose readers drop re-sends, such as messages with UUIDs
+   * (Gazette's own append service retries so); wrong for plain records (the default: false).
+   */
+  retryAmbiguous?: boolean;
   onRetry?: (info: AppendRetryInfo) => void;
   /** Overrides the backoff schedule (tests). */
   delay?: (attempt: number) => number;
@@ -169,7 +175,7 @@ export class AppendService {
         return await a.commit();
       } catch (err) {
         a.abort();
-        if (!retryable(err) || appendMayHaveCommitted(err, a.commitSent)) throw err;
+        if (!retryable(err) || (!o.retryAmbiguous && appendMayHaveCommitted(err, a.commitSent))) throw err;
         const ms = (o.delay ?? backoff)(attempt);
         if (deadline !== undefined && Date.now() + ms >= deadline) throw err;
         o.onRetry?.({ journal, attempt, delayMs: ms, error: err, waitingFor: describeAppendWait(err) });

@@ -30,7 +30,11 @@ export interface PublisherOptions {
   clock?: MessageClock;
   /** The producer id (default: a new random one). */
   producer?: ProducerID;
-  /** Options of the append queues (the default linger is 0: an append commits once its queue is empty). */
+  /**
+   * Options of the append queues. Defaults: no linger (an append commits once its queue is
+   * empty); failures are retried (ambiguous ones too) until a terminal status (JOURNAL_NOT_FOUND,
+   * NOT_ALLOWED, REGISTER_MISMATCH, …), `signal` or `timeoutMs`.
+   */
   append?: Omit<AppendServiceOptions, 'onCommitted' | 'onFailed'>;
 }
 
@@ -72,6 +76,9 @@ export class Publisher {
     this.clock = opts.clock ?? MessageClock.now();
     this.appends = new AppendService(client, {
       lingerMs: 0,
+      // A re-sent record has the same UUID, which every reader's sequencer drops; so, as Gazette's
+      // publisher does, an append is retried even when the broker may have committed it.
+      retryAmbiguous: true,
       ...opts.append,
       onCommitted: (journal, bytes, res) => this.committed(journal, bytes, res),
       onFailed: (journal, err) => this.failed(journal, err),
