@@ -32,6 +32,14 @@ export function hintBackupKeys(spec: Pick<ShardSpec, 'id' | 'hint_prefix' | 'hin
   return out;
 }
 
+/**
+ * The put of an Apply change carrying primary hints (upstream writes them, as JSON, in the
+ * same transaction as the upserted spec).
+ */
+export function primaryHintsPut(spec: Pick<ShardSpec, 'id' | 'hint_prefix'>, hints: FSMHints): TxnOp {
+  return { put: hintPrimaryKey(spec), value: encodeHints(hints) };
+}
+
 /** The assignment a primary holds, guarding its hint writes. */
 export interface HintsAssignment {
   /** The assignment's etcd key. */

@@ -270,7 +270,7 @@ export class JsonFileStore<S = unknown> implements Store {
 
   async startCommit(_shard: unknown, checkpoint: Checkpoint, waitFor: Promise<unknown>[]): Promise<void> {
     // Ops recorded from here on reach the log only once waitFor settled.
-    void this.recorder.barrier(waitFor).catch(() => undefined);
+    if (waitFor.length > 0) void this.recorder.barrier(waitFor).catch(() => undefined);
     this.checkpoint = checkpoint;
     const state = this.codec.encode(this.state);
     if (state.includes('\n')) throw new ValidationError('the state encodes to JSON with a newline; state.json holds one document per line');

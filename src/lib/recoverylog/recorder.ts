@@ -136,6 +136,8 @@ export class Recorder {
   private failure: unknown;
   /** Highest commit end seen (the lower bound of later ops' offsets). */
   private head = 0n;
+  /** The response of the last append committed. */
+  private last: AppendResponse | undefined;
 
   private constructor(opts: RecorderOptions) {
     if (opts.dir !== path.posix.normalize(opts.dir) || !path.posix.isAbsolute(opts.dir) || (opts.dir.length > 1 && opts.dir.endsWith('/'))) {
@@ -156,7 +158,7 @@ export class Recorder {
    */
   static async open(opts: RecorderOptions): Promise<Recorder> {
     const r = new Recorder(opts);
-    await r.barrier();
+    await r.headBarrier();
     if (r.log !== r.writer.fsm.lastLog) {
       r.enqueue([r.writer.noop()], { union: fenceLabels(r.author), check: false, fresh: true });
     }
@@ -263,15 +265,24 @@ export class Recorder {
   }
 
   /**
-   * A point in the append chain: resolves with the append response once everything recorded
-   * before it is committed to the log. Ops recorded after it are held until every promise of
-   * `waitFor` resolved (a rejection fails the recorder). Rejects once the recorder failed.
+   * A point in the append chain: resolves with an append response once everything recorded
+   * before it is committed to the log. Ops recorded after `barrier(waitFor)` are held until
+   * every promise of `waitFor` resolved (a rejection fails the recorder). Rejects once the
+   * recorder failed. Without `waitFor` it adds no append of its own when something is queued
+   * (appends commit in order) or everything already committed.
    */
   barrier(waitFor: Promise<unknown>[] = []): Promise<AppendResponse> {
     if (this.failure !== undefined) return Promise.reject(this.failure);
     const tail = this.queue[this.queue.length - 1];
-    if (waitFor.length === 0 && tail && !tail.started) return tail.done.promise;
-    return this.enqueue([], { waitFor, fresh: true }).done.promise;
+    if (waitFor.length > 0 || (!tail && !this.last)) return this.enqueue([], { waitFor, fresh: true }).done.promise;
+    if (tail) return tail.done.promise;
+    return Promise.resolve(this.last!);
+  }
+
+  /** A zero-byte append after everything queued: its commit is a current write head of the log. */
+  headBarrier(): Promise<AppendResponse> {
+    if (this.failure !== undefined) return Promise.reject(this.failure);
+    return this.enqueue([], { fresh: true }).done.promise;
   }
 
   /**
@@ -319,6 +330,7 @@ export class Recorder {
           this.writer.observeHead(c.end);
         }
         this.queue.shift();
+        this.last = res;
         q.done.resolve(res);
       } catch (err) {
         this.fail(err);
