@@ -28,6 +28,9 @@ export { LogWriter, commitFrames, takeOver, randomAuthor, authorFence, type Reco
 export {
   Recorder,
   injectHandoff,
+  takeOverLog,
+  type TakeOverOptions,
+  type TakeOverResult,
   authorFenceLabels,
   PROPERTY_FILES,
   type RecorderOptions,
