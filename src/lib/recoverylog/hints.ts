@@ -10,15 +10,20 @@ import { liveSegments, validateSegment } from './segments.js';
 
 // ---- a small JSON reader keeping numbers as their text -----------------------------------------
 
-class Num {
+/** A JSON number kept as its text (exact for 64-bit integers). */
+export class JsonNum {
   constructor(readonly text: string) {}
 }
-type JsonValue = null | boolean | string | Num | JsonValue[] | { [k: string]: JsonValue };
+const Num = JsonNum;
+type Num = JsonNum;
+/** A JSON value whose numbers are JsonNum. */
+export type ExactJsonValue = null | boolean | string | JsonNum | ExactJsonValue[] | { [k: string]: ExactJsonValue };
+type JsonValue = ExactJsonValue;
 
-function parseJson(text: string): JsonValue {
+function parseJson(text: string, what = 'hints are'): JsonValue {
   let i = 0;
-  const fail = (what: string): never => {
-    throw new ValidationError(`hints are not valid JSON: ${what} at character ${i}`);
+  const fail = (why: string): never => {
+    throw new ValidationError(`${what} not valid JSON: ${why} at character ${i}`);
   };
   const ws = () => {
     while (i < text.length && (text[i] === ' ' || text[i] === '\t' || text[i] === '\n' || text[i] === '\r')) i++;
@@ -185,6 +190,11 @@ function hintsFromJson(text: string): FSMHints {
     return { path: asString(field(o, 'path'), `properties[${i}].path`), content: asString(field(o, 'content'), `properties[${i}].content`) };
   });
   return { log: asString(field(root, 'log'), 'log'), live_nodes, properties };
+}
+
+/** Parses one JSON document keeping numbers exact; `what` names it in errors ("state.json is"). */
+export function parseExactJson(text: string, what: string): ExactJsonValue {
+  return parseJson(text, what);
 }
 
 // ---- decoding, validation, encoding -------------------------------------------------------------

@@ -25,3 +25,17 @@ export {
   type FragmentDecisionKind,
 } from './prune.js';
 export { LogWriter, commitFrames, takeOver, randomAuthor, authorFence, type RecordedFrame, type LogWriterOptions, type AppendFrames } from './record.js';
+export {
+  Recorder,
+  injectHandoff,
+  takeOverLog,
+  type TakeOverOptions,
+  type TakeOverResult,
+  authorFenceLabels,
+  PROPERTY_FILES,
+  type RecorderOptions,
+  type RecorderAppendClient,
+  type RecorderAppend,
+  type RecorderRetryInfo,
+} from './recorder.js';
+export { RecordedFs, RecordedFile } from './recorded-fs.js';

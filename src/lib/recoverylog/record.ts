@@ -1,8 +1,10 @@
-// Writing recovery logs: a writer keeps the state machine of the history it wrote and emits
-// frames that continue it (seq_no and checksum of its state, its author). Appending the bytes
-// is the caller's (an in-memory log in tests, a journal append for a consumer); after each
-// commit the caller reports the write head, which the writer uses as the lower bound of the
-// offsets of its next ops (their exact offsets are known only to a reader).
+// Framing recovery-log ops: a LogWriter keeps the state machine of the history it wrote and
+// emits frames that continue it (seq_no and checksum of its state, its author). It does no I/O:
+// the Recorder (recorder.ts) is the one writer of journals and builds on it; tests and tools
+// append a LogWriter's frames to in-memory logs themselves (commitFrames, takeOver). After each
+// commit the write head is reported back, the lower bound of the offsets of the next ops (their
+// exact offsets are known only to a reader).
+import { randomInt } from 'node:crypto';
 import type { FSMHints, RecordedOp } from '../protocol/gen/recoverylog/recorded_op.js';
 import { FSM, type ApplyOutcome } from './fsm.js';
 import { FRAME_HEADER_BYTES, RecoveryLogError, encodeOpFrame } from './framing.js';
@@ -42,9 +44,13 @@ function baseOp(): RecordedOp {
   };
 }
 
-/** A random author in [1, 2^32 − 2]. */
-export function randomAuthor(rand: () => number = Math.random): number {
-  return 1 + Math.floor(rand() * 0xfffffffe);
+/**
+ * A random author in [1, 2^32 − 2] (upstream's range). Authors tell writers of one log apart, so
+ * by default they come from the system's CSPRNG, as upstream's do; `rand` (in [0, 1)) is for tests.
+ */
+export function randomAuthor(rand?: () => number): number {
+  if (rand) return 1 + Math.floor(rand() * 0xfffffffe);
+  return randomInt(1, 0xffffffff);
 }
 
 /** The journal register label fencing appends to a log for `author` (its number in base 32). */
