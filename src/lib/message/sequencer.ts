@@ -299,8 +299,12 @@ export class Sequencer<M = unknown> {
     return { journal: e.journal, begin: e.begin, end: this.ring[e.ringStart]!.begin };
   }
 
-  /** Supplies the re-read envelopes of replayRange() (read uncommitted, in journal order). */
-  startReplay(it: ReplayIterator<M>, async = isAsyncIterator(it)): void {
+  /**
+   * Supplies the re-read envelopes of replayRange() (read uncommitted, in journal order). An
+   * iterator that is not a sync one (no Symbol.iterator) is taken as async: step through it with
+   * stepAsync().
+   */
+  startReplay(it: ReplayIterator<M>, async = !isSyncIterator(it)): void {
     if (this.emit === undefined) throw new SequencerError('no committed sequence to replay');
     this.replayIt = it;
     this.replayAsync = async;
@@ -521,6 +525,6 @@ function bytesEqual6(uuid: UUID, producer: ProducerID): boolean {
   return true;
 }
 
-function isAsyncIterator(it: object): boolean {
-  return Symbol.asyncIterator in it;
+function isSyncIterator(it: object): boolean {
+  return Symbol.iterator in it;
 }

@@ -186,6 +186,22 @@ describe('Sequencer', () => {
     assert.deepEqual(out, ['m0', 'm1', 'ack']);
   });
 
+  it('takes a bare { next } object as an async replay iterator', async () => {
+    const j = new J('a/j');
+    const seq = new Sequencer<string>(undefined, [], 1);
+    feed(seq, j.add(P1, 100n, CONT, 'm0'));
+    feed(seq, j.add(P1, 101n, CONT, 'm1'));
+    assert.equal(seq.queue(j.add(P1, 102n, ACK, 'ack')), 'ackCommitReplay');
+    const r = seq.replayRange();
+    const items = j.range(r.begin, r.end);
+    seq.startReplay({ next: async () => (items.length ? { done: false, value: items.shift()! } : { done: true, value: undefined }) });
+    assert.equal(seq.replaying, true);
+    assert.throws(() => seq.step(), /stepAsync/);
+    const out: string[] = [];
+    while (await seq.stepAsync()) out.push(seq.dequeued!.message);
+    assert.deepEqual(out, ['m0', 'm1', 'ack']);
+  });
+
   it('resumes a pending sequence after a restart from its checkpoint, exactly once', async () => {
     const j = new J('a/j');
     const seq = new Sequencer<string>(undefined, [], 16);
