@@ -6,7 +6,9 @@
 // another commits, an uncommitted tail that is never acknowledged, and plain lines without a UUID.
 // Go gazctl `shards recover` must then show sums of exactly the committed messages. The journals'
 // bytes are also run through Gazette's JSON framing and Sequencer (seq-oracle read) and through
-// ours: both must take the same messages as committed.
+// ours: both must take the same messages as committed. The other way round, Gazette's own
+// Publisher (seq-oracle publish) writes such transactions and our Sequencer must apply exactly
+// the committed messages.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtemp } from 'node:fs/promises';
@@ -211,5 +213,79 @@ describe('our Publisher, read by a Go sum-consumer and by Gazette\'s sequencer',
     assert.deepEqual(await p.writeAckIntents(gone, { onMissing: (j) => missing.push(j) }), new Map());
     assert.deepEqual(missing, [`${layout.name}/deleted`]);
     await assert.rejects(new Publisher(journals).writeAckIntents(gone), /JOURNAL_NOT_FOUND/);
+  });
+
+  test('our Sequencer applies exactly the committed messages of Gazette\'s own Publisher', async () => {
+    const gl = sumAppLayout({ name: 'gopub', shards: 1, sourcesPerShard: 2 });
+    await createSumAppJournals(cluster!, gl);
+    const [j0, j1] = gl.shards[0]!.sources as [string, string];
+    const want: Record<string, number> = {};
+    const put = (k: string, v: number) => void (want[k] = (want[k] ?? 0) + v);
+    const script: string[] = [];
+    // A transaction over both journals; another producer's committed messages.
+    for (let i = 0; i < 10; i++) script.push(`U p1 ${i % 2 ? j1 : j0} g${i % 3} ${i + 1}`), put(`g${i % 3}`, i + 1);
+    script.push('A p1');
+    for (let i = 0; i < 5; i++) script.push(`C p2 ${j0} c ${10 * i}`), put('c', 10 * i);
+    // Rolled back: published, then p1's last acknowledgements re-sent.
+    for (let i = 0; i < 6; i++) script.push(`U p1 ${i % 2 ? j1 : j0} rolled-back 1000000`);
+    script.push('R p1');
+    for (let i = 0; i < 4; i++) script.push(`U p1 ${i % 2 ? j1 : j0} after ${i}`), put('after', i);
+    script.push('A p1');
+    // p3 pending in j0 while p1 commits again; then p3 commits.
+    for (let i = 0; i < 3; i++) script.push(`U p3 ${j0} late 7`), put('late', 7);
+    for (let i = 0; i < 4; i++) script.push(`U p1 ${j1} g1 -2`), put('g1', -2);
+    script.push('A p1', 'A p3');
+    // An uncommitted tail.
+    for (let i = 0; i < 5; i++) script.push(`U p1 ${i % 2 ? j1 : j0} uncommitted 1000000`);
+    const res = spawnSync(peerBinary('seq-oracle'), ['publish', cluster!.brokerAddress], { input: script.join('\n') + '\n', timeout: 60_000 });
+    assert.equal(res.status, 0, res.stderr.toString());
+    const acks = res.stdout.toString().trimEnd().split('\n');
+    assert.equal(acks.pop(), 'DONE');
+    // p1's first (2 journals), its re-sent ones (2), after the rollback (2), j1 only (1), p3's (1).
+    assert.equal(acks.filter((l) => l.startsWith('ACK ')).length, 8);
+
+    // Read both journals uncommitted and sequence them with ours.
+    const seq = new Sequencer<Rec>(undefined, [], 8);
+    const content = new Map<string, Envelope<Rec>[]>();
+    const got: Record<string, number> = {};
+    let acked = 0;
+    const input: string[] = [];
+    for (const j of [j0, j1]) {
+      const parts: Buffer[] = [];
+      for await (const c of journals.read({ journal: j, offset: 0n })) parts.push(Buffer.from(c.content));
+      let at = 0n;
+      for (const line of Buffer.concat(parts).toString('utf8').split('\n').slice(0, -1)) {
+        input.push(`${j}\t${line}`);
+        const { doc, uuid } = decodeJsonMessage(line);
+        const env: Envelope<Rec> = { journal: j, begin: at, end: at + BigInt(Buffer.byteLength(line) + 1), message: doc as Rec, uuid };
+        at = env.end;
+        const list = content.get(j) ?? [];
+        list.push(env);
+        content.set(j, list);
+        const outcome = seq.queue(env);
+        if (outcome === 'ackCommitReplay') {
+          const rr = seq.replayRange();
+          seq.startReplay(list.filter((e) => e.begin >= rr.begin && e.end <= rr.end)[Symbol.iterator]());
+        }
+        if (!isCommitOutcome(outcome)) continue;
+        while (seq.step()) {
+          const m = seq.dequeued!.message;
+          if (flagsName(getFlags(seq.dequeued!.uuid)) === 'ACK_TXN') acked++;
+          got[m.key] = (got[m.key] ?? 0) + m.value;
+        }
+      }
+    }
+    assert.equal(acked, 6, "ACKs applied (the 2 re-sent ones roll back instead)");
+    delete got['']; // the acknowledgements (zero records)
+    assert.deepEqual(got, want);
+    // Gazette's own reading agrees message for message.
+    const go = spawnSync(peerBinary('seq-oracle'), ['read'], { input: input.join('\n') + '\n' });
+    const goSums: Record<string, number> = {};
+    for (const l of go.stdout.toString().trimEnd().split('\n')) {
+      const m = / ("(?:[^"\\]|\\.)*") (-?\d+)$/.exec(l)!;
+      const k = JSON.parse(m[1]!) as string;
+      if (k !== '') goSums[k] = (goSums[k] ?? 0) + Number(m[2]);
+    }
+    assert.deepEqual(goSums, want);
   });
 });

@@ -11,6 +11,20 @@
 //	                      <value>`) or `ERROR`
 //	seq-oracle encode     `<uuid>\t<key as a JSON string>\t<value>` each; prints the line the
 //	                      JSON framing writes for that record
+//	seq-oracle publish <broker address>
+//	                      Gazette's Publisher writing sum-consumer records to real journals, per a
+//	                      script (below): Go-written transactions for tests of our consumers
+//
+// Script of `publish` (one command a line; <p> names a publisher, each its own producer):
+//
+//	U <p> <journal> <key> <value>   PublishUncommitted a record
+//	C <p> <journal> <key> <value>   PublishCommitted a record
+//	A <p>                           wait for the appends so far, BuildAckIntents, append them
+//	                                and remember them as <p>'s last checkpoint
+//	R <p>                           append <p>'s remembered intents again: what a producer that
+//	                                recovered that checkpoint does (rolls back what it published since)
+//
+// and prints `ACK <journal> <uuid>` per intent appended, then `DONE` once every append committed.
 //
 // Script of `sequence` (one command a line, fields separated by spaces):
 //
@@ -32,6 +46,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -43,7 +58,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.gazette.dev/core/broker/client"
 	pb "go.gazette.dev/core/broker/protocol"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	"go.gazette.dev/core/labels"
 	"go.gazette.dev/core/message"
 )
@@ -69,8 +87,8 @@ var out = bufio.NewWriter(os.Stdout)
 
 func main() {
 	defer out.Flush()
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: seq-oracle sequence|read|decode|encode < input")
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: seq-oracle sequence|read|decode|encode|publish < input")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -82,6 +100,12 @@ func main() {
 		runDecode()
 	case "encode":
 		runEncode()
+	case "publish":
+		if len(os.Args) != 3 {
+			fmt.Fprintln(os.Stderr, "usage: seq-oracle publish <broker address> < script")
+			os.Exit(2)
+		}
+		runPublish(os.Args[2])
 	default:
 		fmt.Fprintln(os.Stderr, "usage: seq-oracle sequence|read|decode|encode < input")
 		os.Exit(2)
@@ -345,4 +369,90 @@ func runEncode() {
 		}
 	}
 	_ = bw.Flush()
+}
+
+func runPublish(address string) {
+	// Accept the broker's URL as gazctl takes it (http://host:port) or a bare host:port.
+	address = strings.TrimPrefix(strings.TrimPrefix(address, "http://"), "https://")
+	var conn, err = grpc.Dial(address, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		panic(err)
+	}
+	var ctx = context.Background()
+	var as = client.NewAppendService(ctx, pb.NewRoutedJournalClient(pb.NewJournalClient(conn), pb.NoopDispatchRouter{}))
+	var pubs = map[string]*message.Publisher{}
+	var last = map[string][]message.AckIntent{}
+	var pub = func(name string) *message.Publisher {
+		if pubs[name] == nil {
+			pubs[name] = message.NewPublisher(as, nil)
+		}
+		return pubs[name]
+	}
+	var wait = func() {
+		for op := range as.PendingExcept("") {
+			if err := op.Err(); err != nil {
+				panic(err)
+			}
+		}
+	}
+	var appendIntents = func(intents []message.AckIntent) {
+		for _, ack := range intents {
+			var aa = as.StartAppend(pb.AppendRequest{Journal: ack.Journal}, nil)
+			_, _ = aa.Writer().Write(ack.Intent)
+			if err := aa.Release(); err != nil {
+				panic(err)
+			}
+			var rec = new(record)
+			if err := json.Unmarshal(ack.Intent, rec); err != nil {
+				panic(err)
+			}
+			fmt.Fprintf(out, "ACK %s %s\n", ack.Journal, rec.UUID)
+		}
+		wait()
+	}
+	var sc = bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var f = strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		}
+		switch f[0] {
+		case "U", "C":
+			var journal = pb.Journal(f[2])
+			var mapping = func(message.Mappable) (pb.Journal, string, error) {
+				return journal, labels.ContentType_JSONLines, nil
+			}
+			var rec = &record{Key: f[3], Value: int64(atoi(f[4]))}
+			var err error
+			if f[0] == "U" {
+				_, err = pub(f[1]).PublishUncommitted(mapping, rec)
+			} else {
+				_, err = pub(f[1]).PublishCommitted(mapping, rec)
+			}
+			if err != nil {
+				panic(err)
+			}
+		case "A":
+			wait()
+			var intents, err = pub(f[1]).BuildAckIntents()
+			if err != nil {
+				panic(err)
+			}
+			// Keep copies: the intents reference the publisher's buffer.
+			var kept []message.AckIntent
+			for _, i := range intents {
+				kept = append(kept, message.AckIntent{Journal: i.Journal, Intent: append([]byte(nil), i.Intent...)})
+			}
+			last[f[1]] = kept
+			appendIntents(kept)
+		case "R":
+			wait()
+			appendIntents(last[f[1]])
+		default:
+			panic("bad command " + f[0])
+		}
+	}
+	wait()
+	fmt.Fprintln(out, "DONE")
 }
