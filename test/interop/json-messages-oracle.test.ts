@@ -45,6 +45,10 @@ describe('JSON messages against Gazette v0.103.0 (seq-oracle)', () => {
     const U = '0000006e-0000-1000-8002-010000000001';
     const hand = [
       `{"UUID":"${U}","key":"a","value":1}`,
+      `{"UUID":"(${U})","key":"a","value":1}`,
+      `{"UUID":"x${U}é","key":"a","value":1}`,
+      `{"UUID":"é${U}","key":"a","value":1}`,
+      `{"UUID":"\u00e9${U.slice(1)}","key":"a","value":1}`,
       `{"uuid":"${U}","key":"a","value":1}`,
       `{"Uuid":"${U.toUpperCase()}","key":"a","value":1}`,
       `{"UUID":"{${U}}","key":"a","value":1}`,
@@ -68,7 +72,18 @@ describe('JSON messages against Gazette v0.103.0 (seq-oracle)', () => {
     ];
     const r = prng(7);
     const random: string[] = [];
-    const forms = [(u: string) => u, (u: string) => u.toUpperCase(), (u: string) => `{${u}}`, (u: string) => `urn:uuid:${u}`, (u: string) => u.replace(/-/g, ''), (u: string) => u.slice(2), (u: string) => `${u}0`];
+    const forms = [
+      (u: string) => u,
+      (u: string) => u.toUpperCase(),
+      (u: string) => `{${u}}`,
+      (u: string) => `[${u}]`,
+      (u: string) => `urn:uuid:${u}`,
+      (u: string) => `urn:uUiD:${u}`,
+      (u: string) => u.replace(/-/g, ''),
+      (u: string) => u.slice(2),
+      (u: string) => `${u}0`,
+      (u: string) => `${u.slice(0, 10)}é${u.slice(11)}`,
+    ];
     const names = ['UUID', 'uuid', 'Uuid', 'uUiD', 'UUIDs', 'id'];
     for (let i = 0; i < 300; i++) {
       const p = Uint8Array.from([1, 2, 3, 4, 5, Math.floor(r() * 256)]);

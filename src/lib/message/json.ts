@@ -48,21 +48,54 @@ export function goJsonField(obj: Record<string, unknown>, field: string): unknow
   return found;
 }
 
-const HEX32 = /^[0-9a-fA-F]{32}$/;
-const DASHED = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
-
 /**
- * Parses a UUID's text as google/uuid does: `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`, the same in
- * braces or after `urn:uuid:` (prefix in any case), or 32 hex digits without dashes.
+ * Parses a UUID's text as google/uuid (v1.6.0, Gazette's) does, over its UTF-8 bytes: 36 bytes
+ * `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`; 45 with a `urn:uuid:` prefix in any case; 38, of which
+ * the first byte is dropped and the last ignored (meant for braces, but Go checks neither); or 32
+ * hex digits without dashes. Hex digits of either case.
  */
 export function parseGoUUID(text: string): UUID {
-  let t = text;
-  if (t.length === 45 && t.slice(0, 9).toLowerCase() === 'urn:uuid:') t = t.slice(9);
-  else if (t.length === 38 && t[0] === '{' && t[37] === '}') t = t.slice(1, 37);
-  else if (t.length === 32 && HEX32.test(t)) return new Uint8Array(Buffer.from(t, 'hex'));
-  if (t.length !== 36) throw new JsonMessageError(`invalid UUID length: ${text.length}`);
-  if (!DASHED.test(t)) throw new JsonMessageError(`invalid UUID format: ${JSON.stringify(text)}`);
-  return new Uint8Array(Buffer.from(t.replace(/-/g, ''), 'hex'));
+  let b = Buffer.from(text, 'utf8');
+  switch (b.length) {
+    case 36:
+      break;
+    case 45:
+      if (b.subarray(0, 9).toString('latin1').toLowerCase() !== 'urn:uuid:') {
+        throw new JsonMessageError(`invalid urn prefix: ${JSON.stringify(b.subarray(0, 9).toString('utf8'))}`);
+      }
+      b = b.subarray(9);
+      break;
+    case 38:
+      b = b.subarray(1);
+      break;
+    case 32: {
+      const out = new Uint8Array(16);
+      for (let i = 0; i < 32; i += 2) out[i / 2] = hexByte(b, i);
+      return out;
+    }
+    default:
+      throw new JsonMessageError(`invalid UUID length: ${b.length}`);
+  }
+  if (b[8] !== 0x2d || b[13] !== 0x2d || b[18] !== 0x2d || b[23] !== 0x2d) throw new JsonMessageError(`invalid UUID format: ${JSON.stringify(text)}`);
+  const out = new Uint8Array(16);
+  HEX_AT.forEach((x, i) => (out[i] = hexByte(b, x, text)));
+  return out;
+}
+
+const HEX_AT = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
+
+function hexDigit(c: number): number {
+  if (c >= 0x30 && c <= 0x39) return c - 0x30;
+  if (c >= 0x61 && c <= 0x66) return c - 0x57;
+  if (c >= 0x41 && c <= 0x46) return c - 0x37;
+  return -1;
+}
+
+function hexByte(b: Uint8Array, at: number, text?: string): number {
+  const hi = hexDigit(b[at]!);
+  const lo = hexDigit(b[at + 1]!);
+  if (hi < 0 || lo < 0) throw new JsonMessageError(`invalid UUID format${text === undefined ? '' : `: ${JSON.stringify(text)}`}`);
+  return (hi << 4) | lo;
 }
 
 /**
