@@ -47,6 +47,8 @@ export interface Published {
 }
 
 interface Track {
+  /** Records of this tick not yet handed to the append queue (they go as one run). */
+  batch: Buffer[];
   /** Bytes queued, and bytes committed, since the publisher began. */
   queued: number;
   committed: number;
@@ -169,25 +171,61 @@ export class Publisher {
     // order is the journal's order, so clocks increase along the journal.
     const uuid = buildUUID(this.producer, this.clock.tick(), flags);
     const record = encoder.encode(message, uuid);
-    return { journal, uuid, committed: this.enqueue(journal, record) };
+    const t = this.track(journal);
+    const upTo = this.add(journal, t, record);
+    // The promise is made only if asked for: most publishes are waited for through pending().
+    let committed: Promise<void> | undefined;
+    const self = this;
+    return {
+      journal,
+      uuid,
+      get committed() {
+        return (committed ??= self.waitFor(t, upTo));
+      },
+    };
   }
 
-  private enqueue(journal: string, record: Buffer): Promise<void> {
+  private track(journal: string): Track {
     let t = this.tracks.get(journal);
     if (!t) {
-      t = { queued: 0, committed: 0, end: 0n, waiters: [] };
+      t = { batch: [], queued: 0, committed: 0, end: 0n, waiters: [] };
       this.tracks.set(journal, t);
     }
     if (t.error) throw t.error;
-    this.appends.push(journal, record);
+    return t;
+  }
+
+  /**
+   * Adds a record to the journal's batch; the batch goes to the append queue as one run of
+   * records at the end of the current tick (one write instead of one per record). Returns the
+   * journal's queued byte count through this record.
+   */
+  private add(journal: string, t: Track, record: Buffer): number {
+    if (t.batch.length === 0) queueMicrotask(() => this.release(journal, t));
+    t.batch.push(record);
     t.queued += record.length;
-    return this.waitFor(t, t.queued);
+    return t.queued;
+  }
+
+  private release(journal: string, t: Track): void {
+    const run = t.batch.length === 1 ? t.batch[0]! : Buffer.concat(t.batch);
+    t.batch = [];
+    try {
+      this.appends.push(journal, run);
+    } catch (err) {
+      this.failed(journal, err as Error);
+    }
+  }
+
+  private enqueue(journal: string, record: Buffer): Promise<void> {
+    const t = this.track(journal);
+    return this.waitFor(t, this.add(journal, t, record));
   }
 
   private waitFor(t: Track, upTo: number): Promise<void> {
     let p: Promise<void>;
-    if (t.error) p = Promise.reject(t.error);
-    else if (t.committed >= upTo) p = Promise.resolve();
+    if (t.committed >= upTo) p = Promise.resolve();
+    else if (t.error) p = Promise.reject(t.error);
     else p = new Promise<void>((resolve, reject) => t.waiters.push({ upTo, resolve, reject }));
     // Handled here so that an ignored publish does not crash the process; awaiting it still throws.
     p.catch(() => {});
