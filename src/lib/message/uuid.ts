@@ -99,9 +99,9 @@ export function getProducerID(uuid: UUID): ProducerID {
 
 /** The clock (timestamp and sequence counter) of a UUID. */
 export function getClock(uuid: UUID): Clock {
-  const v = checkUUID(uuid);
-  const lo32 = v.getUint32(0); // timestamp bits 0-31
-  const hi28 = ((v.getUint16(6) & 0x0fff) << 16) | v.getUint16(4); // bits 32-59 (the version nibble is not part of the clock)
+  if (uuid.length !== 16) checkUUID(uuid);
+  const lo32 = ((uuid[0]! << 24) | (uuid[1]! << 16) | (uuid[2]! << 8) | uuid[3]!) >>> 0; // timestamp bits 0-31
+  const hi28 = ((uuid[6]! & 0x0f) << 24) | (uuid[7]! << 16) | (uuid[4]! << 8) | uuid[5]!; // bits 32-59 (the version nibble is not part of the clock)
   const counter = (uuid[8]! >> 2) & 0xf;
   // clock = timestamp << 4 | counter, assembled as two 32-bit halves and read as one uint64:
   // a single BigInt is made (this runs for every message a consumer sequences).
@@ -119,7 +119,8 @@ export function hasZeroClock(uuid: UUID): boolean {
 
 /** The 10 flag bits of a UUID. */
 export function getFlags(uuid: UUID): number {
-  return checkUUID(uuid).getUint16(8) & MAX_FLAGS;
+  if (uuid.length !== 16) checkUUID(uuid);
+  return ((uuid[8]! << 8) | uuid[9]!) & MAX_FLAGS;
 }
 
 /** The name of a flags value: OUTSIDE_TXN, CONTINUE_TXN, ACK_TXN, or Flags(<hex>). */
