@@ -662,7 +662,11 @@ export class StrictDoc {
     const err = doc.errors[0];
     if (err) {
       const line = err.linePos?.[0]?.line ?? lines.linePos(err.pos[0]).line;
-      const first = err.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
+      // The yaml package's own wording for this one addresses programmers (use parseAllDocuments).
+      const first =
+        err.code === 'MULTIPLE_DOCS'
+          ? 'more than one document (a "---" separator): give a single document'
+          : err.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
       throw new YamlDecodeError(line, `invalid YAML: ${first}`);
     }
     const sd = new StrictDoc(doc, lines, null);
