@@ -230,6 +230,8 @@ type Style = 'plain' | 'single' | 'double' | 'literal';
 
 /** One or more printable ASCII characters other than the space. */
 const PRINTABLE_ASCII_WORD = /^[\x21-\x7e]+$/;
+/** Printable ASCII characters other than the space, the double quote and the backslash. */
+const QUOTABLE_ASCII_WORD = /^[\x21\x23-\x5b\x5d-\x7e]*$/;
 const LEADING_INDICATORS = '#,[]{}&*!|>\'"%@`';
 
 /** The style yaml.v2 uses for a Go string value in block context. */
@@ -425,6 +427,15 @@ class Writer {
 
   doubleQuoted(value: string, indent: number): void {
     this.indicator('"', true);
+    if (QUOTABLE_ASCII_WORD.test(value)) {
+      // Printable ASCII without spaces, quotes or backslashes (a number-like label value such as
+      // "03"): nothing to escape or fold, every character goes out as it is.
+      this.putText(value, value.length);
+      this.indicator('"', false);
+      this.whitespace = false;
+      this.indention = false;
+      return;
+    }
     const chars = Array.from(value);
     let spaces = false;
     for (let i = 0; i < chars.length; i++) {
