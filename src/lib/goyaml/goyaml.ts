@@ -240,8 +240,25 @@ export function goStringStyle(s: string): Style {
   return st === 'word' ? 'plain' : st;
 }
 
+/**
+ * Styles of short strings that begin like a number, a boolean or a null (those take the resolver's
+ * integer, float and timestamp checks). A listing repeats a few such values thousands of times
+ * (label values such as "03"): each is analysed once. Bounded: past 4,096 entries none is added.
+ */
+const styleCache = new Map<string, Style | 'word'>();
+
 /** goStringStyle, telling a plain printable ASCII word (written as it is) from other plain text. */
 function styleOf(s: string): Style | 'word' {
+  if (s.length === 0 || s.length > 64 || !'0123456789+-.yYnNtTfFoO~'.includes(s[0]!)) return analyseStyle(s);
+  let st = styleCache.get(s);
+  if (st === undefined) {
+    st = analyseStyle(s);
+    if (styleCache.size < 4096) styleCache.set(s, st);
+  }
+  return st;
+}
+
+function analyseStyle(s: string): Style | 'word' {
   if (PRINTABLE_ASCII_WORD.test(s)) {
     // No spaces, breaks or special characters (the usual name, label or store): of the analysis
     // only the indicator checks can apply (a lone `?`, `:` or `-`, or a trailing `:`, is followed

@@ -26,7 +26,7 @@ import {
   nanos,
   putDuration,
 } from '../goyaml/fields.js';
-import { intersectLabels, subtractLabels, unionLabels } from '../protocol/labelsets.js';
+import { byteCompare, intersectLabels, subtractLabels, unionLabels } from '../protocol/labelsets.js';
 
 /**
  * One shard of a set. `spec` is partial: zero fields take `common`'s value when flattened.
@@ -253,6 +253,32 @@ function sameLabelValues(a: readonly Label[], b: readonly Label[]): boolean {
   return true;
 }
 
+/**
+ * Whether intersecting `common` with `labels` leaves `common` as it is, told without the merge
+ * join where it is plain: both lists strictly sorted by name (one value per name, as the labels
+ * of a shard usually are) and every common label found in `labels` with its value. Anything else
+ * answers false, and the caller joins.
+ */
+function keepsAll(common: readonly Label[], labels: readonly Label[]): boolean {
+  if (sameLabelValues(common, labels)) return true;
+  let j = 0;
+  for (let i = 0; i < common.length; i++) {
+    const c = common[i]!;
+    if (i > 0 && byteCompare(common[i - 1]!.name, c.name) >= 0) return false;
+    while (j < labels.length && labels[j]!.name !== c.name) {
+      if (j > 0 && byteCompare(labels[j - 1]!.name, labels[j]!.name) >= 0) return false;
+      j++;
+    }
+    if (j === labels.length || labels[j]!.value !== c.value) return false;
+    if (j > 0 && byteCompare(labels[j - 1]!.name, labels[j]!.name) >= 0) return false;
+    j++;
+  }
+  // The rest of `labels` must be sorted too (a repeat of a common name there would be a group
+  // of two values, which the join would not match).
+  for (; j < labels.length; j++) if (j > 0 && byteCompare(labels[j - 1]!.name, labels[j]!.name) >= 0) return false;
+  return true;
+}
+
 /** Zeroes the fields of `common` (normalised, owned) that `spec` does not share. */
 function intersectInto(common: ShardSpec, spec: Partial<ShardSpec>): void {
   if (common.sources.length !== 0 && !sourcesEq(common.sources, spec.sources ?? [])) common.sources = [];
@@ -264,8 +290,8 @@ function intersectInto(common: ShardSpec, spec: Partial<ShardSpec>): void {
   if (common.disable !== (spec.disable ?? false)) common.disable = false;
   if (common.hot_standbys !== (spec.hot_standbys ?? 0)) common.hot_standbys = 0;
   const labels = spec.labels?.labels ?? [];
-  // Identical lists intersect to the left one: only differing lists need the merge join.
-  if (labelsOf(common).length !== 0 && !sameLabelValues(labelsOf(common), labels)) common.labels = { labels: intersectLabels(labelsOf(common), labels) };
+  // Lists that keep every common label intersect to the common list: only others need the join.
+  if (labelsOf(common).length !== 0 && !keepsAll(labelsOf(common), labels)) common.labels = { labels: intersectLabels(labelsOf(common), labels) };
   if (common.disable_wait_for_ack !== (spec.disable_wait_for_ack ?? false)) common.disable_wait_for_ack = false;
   if (common.ring_buffer_size !== (spec.ring_buffer_size ?? 0)) common.ring_buffer_size = 0;
   if (common.read_channel_size !== (spec.read_channel_size ?? 0)) common.read_channel_size = 0;

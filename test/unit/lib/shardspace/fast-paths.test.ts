@@ -134,6 +134,12 @@ function randomListing(r: ReturnType<typeof rng>): ListResponse_Shard[] {
     const spec = r.next(4) === 0 ? randomSpec(r, `shard-${i}`) : { ...structuredClone(base), id: `shard-${i}` };
     if (r.next(3) === 0) spec.hot_standbys = r.pick([0, 1, 5]);
     if (r.next(3) === 0) spec.labels = { labels: [...(spec.labels?.labels ?? []), { name: 'zz', value: String(i % 2), prefix: false }] };
+    // A name given twice in a row (a group of two values), where the hoisting must join.
+    const ls = spec.labels?.labels ?? [];
+    if (ls.length && r.next(4) === 0) {
+      const at = r.next(ls.length);
+      ls.splice(at + 1, 0, { ...ls[at]!, value: r.pick(['x', 'y', ls[at]!.value]) });
+    }
     return { spec: r.next(20) === 0 ? undefined : spec, mod_revision: r.pick([0n, BigInt(10 + i)]), route: undefined, status: [], create_revision: 1n };
   });
 }
@@ -164,6 +170,22 @@ describe('shardspace fast paths', () => {
       for (const e of got.shards) for (const l of e.spec.labels!.labels) l.value = 'changed';
       for (const l of got.common.labels!.labels) l.value = 'changed';
       assert.deepEqual(listing, copy, `listing ${k} unchanged by changes to the set`);
+    }
+  });
+
+  it('hoisting joins labels where a name repeats, or is out of order, after the common ones', () => {
+    const L = (...ls: [string, string][]) => ({ labels: ls.map(([name, value]) => ({ name, value, prefix: false })) });
+    const cases = [
+      [L(['app', 'x']), L(['app', 'x'], ['app', 'x'])],
+      [L(['app', 'x']), L(['app', 'x'], ['app', 'y'])],
+      [L(['app', 'x'], ['b', '1']), L(['app', 'x'], ['b', '1'], ['b', '2'])],
+      [L(['app', 'x'], ['b', '1']), L(['b', '1'], ['app', 'x'])],
+      [L(['b', '1'], ['app', 'x']), L(['app', 'x'], ['b', '1'])],
+      [L(['app', 'x']), L(['app', 'x'], ['z', '1'], ['c', '2'])],
+    ];
+    for (const [a, b] of cases) {
+      const listing = [a!, b!].map((labels, i) => ({ spec: normalizeShardSpec({ id: `shard-${i}`, labels }), mod_revision: 1n, route: undefined, status: [], create_revision: 1n }));
+      assert.deepEqual(shardSetFromListing(listing), refFromListing(structuredClone(listing)), JSON.stringify([a, b]));
     }
   });
 
