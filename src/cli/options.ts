@@ -268,18 +268,21 @@ function parseFrom<T>(s: OptionSpec<T>, text: string, where: string): T {
   }
 }
 
-/** The gazctl.ini sections and keys that may hold `s`. */
-function iniKeys(s: OptionSpec<unknown>, src: Sources): { sections: string[]; keys: string[] } | undefined {
-  if (!s.ini) return undefined;
-  if (src.section === undefined) {
-    const sub = s.ini.section ?? '';
-    const sections = sub ? [`${src.group}.${sub}`, src.group] : [src.group];
-    // In [shards] a bare service field (Address, …) is ambiguous between the consumer and the
-    // broker: there only the namespaced long name counts.
-    const keys = src.group === 'shards' && sub !== '' && sub !== 'Logging' ? [s.name] : [s.ini.field, s.name];
-    return { sections, keys };
-  }
-  return { sections: [src.section], keys: [s.ini.field, s.name, s.char ?? ''].filter(Boolean) };
+/** The gazctl.ini places (a section, the keys it may hold `s` under) to look `s` up in, in order. */
+function iniPlaces(s: OptionSpec<unknown>, src: Sources): { section: string; keys: string[] }[] {
+  if (!s.ini) return [];
+  if (src.section !== undefined) return [{ section: src.section, keys: [s.ini.field, s.name, s.char ?? ''].filter(Boolean) }];
+  const sub = s.ini.section ?? '';
+  const both = [s.ini.field, s.name];
+  if (sub === '') return [{ section: src.group, keys: both }];
+  // In the group's own section a bare service field (Address, …) of [shards] is ambiguous between
+  // the consumer and the broker: there only the namespaced long name counts. Its sub-section
+  // ([shards.Consumer], [shards.Broker]) takes the field name like any other.
+  const inGroup = src.group === 'shards' && sub !== 'Logging' ? [s.name] : both;
+  return [
+    { section: `${src.group}.${sub}`, keys: both },
+    { section: src.group, keys: inGroup },
+  ];
 }
 
 /** Resolves every option of `set`: command line > gazctl.ini > environment > default. */
@@ -298,9 +301,8 @@ function resolveOne<T>(s: OptionSpec<T>, src: Sources): T {
     if (s.kind === 'multiple') return (v as string[]).flatMap((t) => parseFrom(s, t, '') as unknown[]) as T;
     return parseFrom(s, String(v), '');
   }
-  const place = iniKeys(s, src);
-  if (place) {
-    const text = iniLookup(src.ini, place.sections, place.keys);
+  for (const place of iniPlaces(s, src)) {
+    const text = iniLookup(src.ini, [place.section], place.keys);
     if (text !== undefined) return parseFrom(s, text, ` (from ${src.ini!.path})`);
   }
   if (s.env !== undefined) {

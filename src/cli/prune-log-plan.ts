@@ -6,7 +6,7 @@
 import type { Fragment, FragmentsResponse__Fragment } from '../lib/protocol/gen/broker/protocol.js';
 import type { FSMHints, Segment } from '../lib/protocol/gen/recoverylog/recorded_op.js';
 import { sumToHex } from '../lib/protocol/fragment.js';
-import { collectLiveSegments, encodeHints, planLogFragments } from '../lib/recoverylog/index.js';
+import { LogFragmentPlanner, collectLiveSegments, encodeHints } from '../lib/recoverylog/index.js';
 import { fragmentObject, isSuspended, type DeleteOutcome, type HintSource, type LogGates, type ShardHints } from './shard-logs.js';
 import { jsonWithBigints } from './fragments-plan.js';
 import type { Logger } from './log.js';
@@ -137,27 +137,46 @@ export async function buildPrunePlan(shards: ShardHints[], deps: PlanDeps): Prom
       plan.problem = `cannot list its fragments: ${(e as Error).message}; nothing of it is deleted`;
       continue;
     }
-    const fragments = listed.map((f) => f.spec!).filter((f) => f !== undefined);
-    const decisions = planLogFragments(log, plan.liveSegments, fragments);
+    const planner = new LogFragmentPlanner(log, plan.liveSegments);
     const debug = deps.log.enabled('debug');
-    for (const d of decisions) {
-      const p: PlannedFragment = new Planned(d.fragment, d.reason);
-      const size = d.fragment.end - d.fragment.begin;
-      if (debug) deps.log.debug(d.decision === 'delete' ? 'pruning fragment' : 'keeping fragment', { log, name: p.object.path, begin: d.fragment.begin, end: d.fragment.end, mod: d.fragment.mod_time, reason: d.reason });
-      if (d.decision === 'delete') {
+    // Sizes are summed as numbers while offsets and sums stay exact (below 2^53), sparing two
+    // bigints per fragment; anything else is summed again as bigints.
+    let deleteBytes = 0;
+    let keepBytes = 0;
+    let exact = true;
+    let unpersisted = 0;
+    let firstUnpersisted: Fragment | undefined;
+    for (let i = 0; i < listed.length; i++) {
+      const f = listed[i]!.spec;
+      if (f === undefined) continue;
+      const decision = planner.decide(f);
+      const p: PlannedFragment = new Planned(f, planner.reason(f, decision));
+      const begin = Number(f.begin);
+      const end = Number(f.end);
+      const size = end - begin;
+      if (!(Number.isSafeInteger(begin) && Number.isSafeInteger(end) && size >= 0)) exact = false;
+      if (debug) deps.log.debug(decision === 'delete' ? 'pruning fragment' : 'keeping fragment', { log, name: p.object.path, begin: f.begin, end: f.end, mod: f.mod_time, reason: p.reason });
+      if (decision === 'delete') {
         plan.delete.push(p);
-        plan.deleteBytes += size;
+        deleteBytes += size;
       } else {
         plan.keep.push(p);
-        plan.keepBytes += size;
+        keepBytes += size;
+        if (decision === 'keep-unpersisted' && unpersisted++ === 0) firstUnpersisted = f;
       }
     }
-    const unpersisted = decisions.filter((d) => d.decision === 'keep-unpersisted');
-    if (unpersisted.length > 0) {
-      const f = unpersisted[0]!.fragment;
+    if (exact && Number.isSafeInteger(deleteBytes) && Number.isSafeInteger(keepBytes)) {
+      plan.deleteBytes = BigInt(deleteBytes);
+      plan.keepBytes = BigInt(keepBytes);
+    } else {
+      for (const p of plan.delete) plan.deleteBytes += p.fragment.end - p.fragment.begin;
+      for (const p of plan.keep) plan.keepBytes += p.fragment.end - p.fragment.begin;
+    }
+    if (firstUnpersisted !== undefined) {
+      const f = firstUnpersisted;
       plan.status = 'refused';
       plan.problem =
-        `${unpersisted.length} unpersisted fragment(s) overlap no live segment (first: [${f.begin}, ${f.end})): the selector does not include every shard that uses this log; nothing of it is deleted`;
+        `${unpersisted} unpersisted fragment(s) overlap no live segment (first: [${f.begin}, ${f.end})): the selector does not include every shard that uses this log; nothing of it is deleted`;
       continue;
     }
     plan.status = plan.delete.length > 0 ? 'planned' : 'nothing';

@@ -22,6 +22,8 @@ export interface InProcessOptions {
   env?: Record<string, string>;
   cwd?: string;
   input?: string | Buffer;
+  /** Called with each chunk the command writes to stdout (e.g. to interrupt it after a listing). */
+  onStdout?: (chunk: Buffer) => void;
 }
 
 let config: Promise<Config> | undefined;
@@ -57,16 +59,17 @@ async function runNow(args: string[], opts: InProcessOptions): Promise<InProcess
   process.chdir(opts.cwd ?? gazctlSandbox());
   // The streams are swapped rather than their write methods patched: the test runner keeps its
   // own reference to the real stdout (it reports through it), and must keep it.
-  const sink = (chunks: Buffer[]) =>
+  const sink = (chunks: Buffer[], onChunk?: (chunk: Buffer) => void) =>
     new Writable({
       write(chunk: Buffer, _enc, cb) {
         chunks.push(Buffer.from(chunk));
+        onChunk?.(chunks.at(-1)!);
         cb();
       },
     });
   const stdin = Readable.from(opts.input === undefined ? [] : [Buffer.from(opts.input)]);
   Object.defineProperty(process, 'stdin', { value: stdin, configurable: true, writable: true });
-  Object.defineProperty(process, 'stdout', { value: sink(out), configurable: true, writable: true });
+  Object.defineProperty(process, 'stdout', { value: sink(out, opts.onStdout), configurable: true, writable: true });
   Object.defineProperty(process, 'stderr', { value: sink(err), configurable: true, writable: true });
   process.exitCode = undefined;
   let code: number;

@@ -8,7 +8,7 @@ import { mapLimit } from '../../lib/concurrency.js';
 import { shardLag } from '../../lib/client/shard-lag.js';
 import { shardListResponseToJson, shardSpecToJson } from '../../lib/protocol/protojson.js';
 import { routeToJson, replicaStatusToJson } from '../../lib/protocol/protojson.js';
-import { encodeShardSet, shardSetFromListing } from '../../lib/shardspace/shardspace.js';
+import { encodeShardSetBytes, shardSetFromListing } from '../../lib/shardspace/shardspace.js';
 import type { ListResponse } from '../../lib/protocol/gen/consumer/protocol.js';
 import type { JournalClient } from '../../lib/client/journal-client.js';
 import type { ShardClient } from '../../lib/client/shard-client.js';
@@ -82,10 +82,10 @@ With --watch the listing is printed again whenever it changes, until interrupted
         const text = await this.render(resp, flags, shards, journals, ac.signal);
         if (ac.signal.aborted) break;
         // The response header (etcd revision) moves with any write to etcd: only the shards count.
-        const key = flags.format === 'table' ? text : listingKey(resp);
+        const key = flags.format === 'table' ? (text as string) : listingKey(resp);
         if (key !== last) {
           last = key;
-          process.stdout.write(flags.format === 'json' ? text + '\n' : text);
+          process.stdout.write(flags.format === 'json' ? `${text as string}\n` : text);
         }
         await sleep(WATCH_INTERVAL_MS, undefined, { signal: ac.signal });
       }
@@ -97,9 +97,10 @@ With --watch the listing is printed again whenever it changes, until interrupted
     }
   }
 
-  private async render(resp: ListResponse, flags: ListOptions, shards: ShardClient, journals: JournalClient | undefined, signal?: AbortSignal): Promise<string> {
+  /** The listing as the output shows it: text, or (YAML) its UTF-8 bytes, written as they are. */
+  private async render(resp: ListResponse, flags: ListOptions, shards: ShardClient, journals: JournalClient | undefined, signal?: AbortSignal): Promise<string | Uint8Array> {
     if (flags.format === 'json') return shardListResponseToJson(resp);
-    if (flags.format === 'yaml') return encodeShardSet(shardSetFromListing(resp.shards));
+    if (flags.format === 'yaml') return encodeShardSetBytes(shardSetFromListing(resp.shards));
     let lag: Map<string, string> | undefined;
     if (journals) {
       const ids = resp.shards.map((s) => s.spec!.id);

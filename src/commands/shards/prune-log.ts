@@ -84,7 +84,7 @@ Also runs as "shards prune", upstream's name.`;
       const hints = await fetchShardHints(shards, withLogs);
       const plan = await buildPrunePlan(hints, {
         gates: new LogGates(journals),
-        listFragments: (log) => journals.listFragments(log),
+        listFragments: (log) => journals.listFragments(log, { largePages: true }),
         log: this.log_,
       });
       for (const l of plan.logs) if (l.problem !== undefined) problem(`log ${l.log}: ${l.problem}`);

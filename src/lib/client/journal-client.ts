@@ -64,6 +64,32 @@ export interface ListFragmentsOptions extends CallOptions {
   signatureTTLms?: number;
   /** Fragments per page (server default 1000). */
   pageLimit?: number;
+  /**
+   * Without `pageLimit`: after a first page of the server's default size, ask for pages as large
+   * as the broker allows (10,000 fragments) while they stay near 4 MiB by the first page's longest
+   * entry. A long log then takes a tenth of the round trips (100,000 fragments: 11 instead of 100).
+   */
+  largePages?: boolean;
+}
+
+/** The largest page a broker serves (brokers refuse a larger PageLimit). */
+export const MAX_FRAGMENTS_PAGE = 10_000;
+/** What a page of `largePages` is kept near, well under the 16 MiB a response may take. */
+const LARGE_PAGE_BYTES = 4 * 1024 * 1024;
+
+/**
+ * The page limit that keeps pages of entries like `page`'s near LARGE_PAGE_BYTES: each entry's
+ * strings (at most three UTF-8 bytes per UTF-16 unit) plus its numbers, sum and framing (under 100
+ * bytes), by the longest entry of the page.
+ */
+export function largePageLimit(page: readonly FragmentsResponse__Fragment[]): number {
+  let longest = 0;
+  for (const f of page) {
+    const s = f.spec;
+    const chars = f.signed_url.length + (s ? s.journal.length + s.backing_store.length + s.path_postfix.length : 0);
+    if (chars > longest) longest = chars;
+  }
+  return Math.max(1, Math.min(MAX_FRAGMENTS_PAGE, Math.floor(LARGE_PAGE_BYTES / (3 * longest + 100))));
 }
 
 /** The deserializer of Apply responses (the generated one). */
@@ -255,10 +281,11 @@ export class JournalClient extends ServiceClient implements ReadTransport, Appen
    * decoded by the hand-written decoder (fast-decode.ts), as journal listings are.
    */
   async listFragments(journal: string, opts: ListFragmentsOptions = {}): Promise<FragmentsResponse__Fragment[]> {
-    const { beginModTime, endModTime, signatureTTLms, pageLimit, ...call } = opts;
+    const { beginModTime, endModTime, signatureTTLms, pageLimit, largePages, ...call } = opts;
     const o = this.callOptions(call);
     const out: FragmentsResponse__Fragment[] = [];
     let token = 0n;
+    let limit = pageLimit ?? 0;
     // One time budget for every page.
     const deadline = o.timeoutMs !== undefined ? Date.now() + o.timeoutMs : undefined;
     do {
@@ -278,7 +305,7 @@ export class JournalClient extends ServiceClient implements ReadTransport, Appen
                 begin_mod_time: BigInt(beginModTime ?? 0),
                 end_mod_time: BigInt(endModTime ?? 0),
                 next_page_token: token,
-                page_limit: pageLimit ?? 0,
+                page_limit: limit,
                 signatureTTL: signatureTTLms !== undefined ? nanosToDuration(BigInt(Math.round(signatureTTLms)) * 1_000_000n) : undefined,
                 do_not_proxy: d.direct,
               },
@@ -296,6 +323,7 @@ export class JournalClient extends ServiceClient implements ReadTransport, Appen
       );
       for (const f of res.fragments) out.push(f);
       token = res.next_page_token;
+      if (largePages && pageLimit === undefined && limit === 0 && res.fragments.length > 0) limit = largePageLimit(res.fragments);
     } while (token !== 0n);
     return out;
   }

@@ -230,6 +230,8 @@ type Style = 'plain' | 'single' | 'double' | 'literal';
 
 /** One or more printable ASCII characters other than the space. */
 const PRINTABLE_ASCII_WORD = /^[\x21-\x7e]+$/;
+/** Printable ASCII characters other than the space, the double quote and the backslash. */
+const QUOTABLE_ASCII_WORD = /^[\x21\x23-\x5b\x5d-\x7e]*$/;
 const LEADING_INDICATORS = '#,[]{}&*!|>\'"%@`';
 
 /** The style yaml.v2 uses for a Go string value in block context. */
@@ -238,8 +240,25 @@ export function goStringStyle(s: string): Style {
   return st === 'word' ? 'plain' : st;
 }
 
+/**
+ * Styles of short strings that begin like a number, a boolean or a null (those take the resolver's
+ * integer, float and timestamp checks). A listing repeats a few such values thousands of times
+ * (label values such as "03"): each is analysed once. Bounded: past 4,096 entries none is added.
+ */
+const styleCache = new Map<string, Style | 'word'>();
+
 /** goStringStyle, telling a plain printable ASCII word (written as it is) from other plain text. */
 function styleOf(s: string): Style | 'word' {
+  if (s.length === 0 || s.length > 64 || !'0123456789+-.yYnNtTfFoO~'.includes(s[0]!)) return analyseStyle(s);
+  let st = styleCache.get(s);
+  if (st === undefined) {
+    st = analyseStyle(s);
+    if (styleCache.size < 4096) styleCache.set(s, st);
+  }
+  return st;
+}
+
+function analyseStyle(s: string): Style | 'word' {
   if (PRINTABLE_ASCII_WORD.test(s)) {
     // No spaces, breaks or special characters (the usual name, label or store): of the analysis
     // only the indicator checks can apply (a lone `?`, `:` or `-`, or a trailing `:`, is followed
@@ -425,6 +444,15 @@ class Writer {
 
   doubleQuoted(value: string, indent: number): void {
     this.indicator('"', true);
+    if (QUOTABLE_ASCII_WORD.test(value)) {
+      // Printable ASCII without spaces, quotes or backslashes (a number-like label value such as
+      // "03"): nothing to escape or fold, every character goes out as it is.
+      this.putText(value, value.length);
+      this.indicator('"', false);
+      this.whitespace = false;
+      this.indention = false;
+      return;
+    }
     const chars = Array.from(value);
     let spaces = false;
     for (let i = 0; i < chars.length; i++) {
@@ -662,7 +690,11 @@ export class StrictDoc {
     const err = doc.errors[0];
     if (err) {
       const line = err.linePos?.[0]?.line ?? lines.linePos(err.pos[0]).line;
-      const first = err.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
+      // The yaml package's own wording for this one addresses programmers (use parseAllDocuments).
+      const first =
+        err.code === 'MULTIPLE_DOCS'
+          ? 'more than one document (a "---" separator): give a single document'
+          : err.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
       throw new YamlDecodeError(line, `invalid YAML: ${first}`);
     }
     const sd = new StrictDoc(doc, lines, null);

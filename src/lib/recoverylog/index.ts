@@ -17,6 +17,7 @@ export {
 export { MemoryLogSource, type MemoryLogSourceOptions } from './memory-source.js';
 export {
   collectLiveSegments,
+  LogFragmentPlanner,
   planLogFragments,
   overlaps,
   type ShardHints,

@@ -110,23 +110,46 @@ export function overlaps(s: Segment, f: Fragment): boolean {
   return (s.first_offset < f.end || f.end === 0n) && (s.last_offset > f.begin || s.last_offset === 0n);
 }
 
+/**
+ * Decides, fragment by fragment, whether the live `segments` of `log` need it. `decide` allocates
+ * nothing (a long log has a hundred thousand fragments); `reason` words a decision for a record.
+ */
+export class LogFragmentPlanner {
+  private readonly mine: readonly Segment[];
+  /** One reason string for every deleted fragment. */
+  private readonly unneeded: string;
+
+  constructor(
+    readonly log: string,
+    segments: readonly Segment[],
+  ) {
+    const mine = segments.filter((s) => s.log === log || s.log === '');
+    if (mine.length !== segments.length) throw new ValidationError(`planning ${log}: segments of another log were given`);
+    this.mine = mine;
+    this.unneeded = `needed by none of the ${mine.length} hinted segments of ${log}`;
+  }
+
+  decide(fragment: Fragment): FragmentDecisionKind {
+    const mine = this.mine;
+    if (mine.length === 0) return 'keep';
+    for (let i = 0; i < mine.length; i++) if (overlaps(mine[i]!, fragment)) return 'keep';
+    return fragment.mod_time === 0n ? 'keep-unpersisted' : 'delete';
+  }
+
+  /** Why `fragment` got `decision` (what decide returned for it). */
+  reason(fragment: Fragment, decision: FragmentDecisionKind): string {
+    if (decision === 'delete') return this.unneeded;
+    if (decision === 'keep-unpersisted') return 'not persisted yet and needed by no hinted segment: a shard using this log is probably missing from the selection';
+    const s = this.mine.find((x) => overlaps(x, fragment));
+    return s ? `overlaps hinted segment ${showSegment(s)}` : `no live segments for log ${this.log}: everything is kept`;
+  }
+}
+
 /** Decides, for every fragment of `log`, whether the live `segments` of that log need it. */
 export function planLogFragments(log: string, segments: readonly Segment[], fragments: readonly Fragment[]): FragmentDecision[] {
-  const mine = segments.filter((s) => s.log === log || s.log === '');
-  if (mine.length !== segments.length) throw new ValidationError(`planning ${log}: segments of another log were given`);
-  // One reason string for every deleted fragment (a long log has a hundred thousand of them).
-  const unneeded = `needed by none of the ${mine.length} hinted segments of ${log}`;
+  const planner = new LogFragmentPlanner(log, segments);
   return fragments.map((fragment): FragmentDecision => {
-    if (mine.length === 0) return { fragment, decision: 'keep', reason: `no live segments for log ${log}: everything is kept` };
-    const s = mine.find((x) => overlaps(x, fragment));
-    if (s) return { fragment, decision: 'keep', reason: `overlaps hinted segment ${showSegment(s)}` };
-    if (fragment.mod_time === 0n) {
-      return {
-        fragment,
-        decision: 'keep-unpersisted',
-        reason: 'not persisted yet and needed by no hinted segment: a shard using this log is probably missing from the selection',
-      };
-    }
-    return { fragment, decision: 'delete', reason: unneeded };
+    const decision = planner.decide(fragment);
+    return { fragment, decision, reason: planner.reason(fragment, decision) };
   });
 }

@@ -3,6 +3,7 @@ export {
   buildShardApplyRequest,
   decodeShardSet,
   encodeShardSet,
+  encodeShardSetBytes,
   flattenShardSet,
   normalizeShardSpec,
   shardSetFromListing,

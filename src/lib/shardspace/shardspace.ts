@@ -11,7 +11,10 @@ import type {
   ShardSpec_Source,
 } from '../protocol/gen/consumer/protocol.js';
 import { validateShardApplyRequest, validateShardID } from '../protocol/validate/index.js';
-import { StrictDoc, decodeStrict, emitGoYaml, type YamlMapping } from '../goyaml/goyaml.js';
+import { GoYamlStream, StrictDoc, decodeStrict, emitGoYaml, type YamlMapping } from '../goyaml/goyaml.js';
+import { formatGoDuration } from '../protocol/duration.js';
+import type { Duration } from '../protocol/gen/google/protobuf/duration.js';
+import type { Label } from '../protocol/gen/broker/protocol.js';
 import {
   INT32,
   INT64,
@@ -23,7 +26,7 @@ import {
   nanos,
   putDuration,
 } from '../goyaml/fields.js';
-import { intersectLabels, subtractLabels, unionLabels } from '../protocol/labelsets.js';
+import { byteCompare, intersectLabels, subtractLabels, unionLabels } from '../protocol/labelsets.js';
 
 /**
  * One shard of a set. `spec` is partial: zero fields take `common`'s value when flattened.
@@ -87,42 +90,6 @@ function unionShardSpecs(a0: ShardSpec, b0: ShardSpec): ShardSpec {
   if (!a.disable_wait_for_ack) a.disable_wait_for_ack = b.disable_wait_for_ack;
   if (a.ring_buffer_size === 0) a.ring_buffer_size = b.ring_buffer_size;
   if (a.read_channel_size === 0) a.read_channel_size = b.read_channel_size;
-  return a;
-}
-
-function intersectShardSpecs(a0: ShardSpec, b0: ShardSpec): ShardSpec {
-  const a = normalizeShardSpec(a0);
-  const b = normalizeShardSpec(b0);
-  if (!sourcesEq(a.sources, b.sources)) a.sources = [];
-  if (a.recovery_log_prefix !== b.recovery_log_prefix) a.recovery_log_prefix = '';
-  if (a.hint_prefix !== b.hint_prefix) a.hint_prefix = '';
-  if (a.hint_backups !== b.hint_backups) a.hint_backups = 0;
-  if (nanos(a.max_txn_duration) !== nanos(b.max_txn_duration)) a.max_txn_duration = undefined;
-  if (nanos(a.min_txn_duration) !== nanos(b.min_txn_duration)) a.min_txn_duration = undefined;
-  if (a.disable !== b.disable) a.disable = false;
-  if (a.hot_standbys !== b.hot_standbys) a.hot_standbys = 0;
-  a.labels = { labels: intersectLabels(labelsOf(a), labelsOf(b)) };
-  if (a.disable_wait_for_ack !== b.disable_wait_for_ack) a.disable_wait_for_ack = false;
-  if (a.ring_buffer_size !== b.ring_buffer_size) a.ring_buffer_size = 0;
-  if (a.read_channel_size !== b.read_channel_size) a.read_channel_size = 0;
-  return a;
-}
-
-function subtractShardSpecs(a0: ShardSpec, b0: ShardSpec): ShardSpec {
-  const a = normalizeShardSpec(a0);
-  const b = normalizeShardSpec(b0);
-  if (sourcesEq(a.sources, b.sources)) a.sources = [];
-  if (a.recovery_log_prefix === b.recovery_log_prefix) a.recovery_log_prefix = '';
-  if (a.hint_prefix === b.hint_prefix) a.hint_prefix = '';
-  if (a.hint_backups === b.hint_backups) a.hint_backups = 0;
-  if (nanos(a.max_txn_duration) === nanos(b.max_txn_duration)) a.max_txn_duration = undefined;
-  if (nanos(a.min_txn_duration) === nanos(b.min_txn_duration)) a.min_txn_duration = undefined;
-  if (a.disable === b.disable) a.disable = false;
-  if (a.hot_standbys === b.hot_standbys) a.hot_standbys = 0;
-  a.labels = { labels: subtractLabels(labelsOf(a), labelsOf(b)) };
-  if (a.disable_wait_for_ack === b.disable_wait_for_ack) a.disable_wait_for_ack = false;
-  if (a.ring_buffer_size === b.ring_buffer_size) a.ring_buffer_size = 0;
-  if (a.read_channel_size === b.read_channel_size) a.read_channel_size = 0;
   return a;
 }
 
@@ -271,19 +238,104 @@ export function buildShardApplyRequest(set: ShardSet): ApplyRequest {
   return req;
 }
 
-/** Builds a set from a listing: `common` = fields equal in all shards, removed from each shard. */
+/** Whether two durations are the same length of time (either may be absent: zero). */
+function sameDuration(a: Duration | undefined, b: Duration | undefined): boolean {
+  // Most often both absent or both the same normalised value: no bigint arithmetic.
+  if (a === b) return true;
+  if ((a?.seconds ?? 0n) === (b?.seconds ?? 0n) && (a?.nanos ?? 0) === (b?.nanos ?? 0)) return true;
+  return nanos(a) === nanos(b);
+}
+
+/** Whether two label lists hold the same names and values in the same order (prefix aside). */
+function sameLabelValues(a: readonly Label[], b: readonly Label[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i]!.name !== b[i]!.name || a[i]!.value !== b[i]!.value) return false;
+  return true;
+}
+
+/**
+ * Whether intersecting `common` with `labels` leaves `common` as it is, told without the merge
+ * join where it is plain: both lists strictly sorted by name (one value per name, as the labels
+ * of a shard usually are) and every common label found in `labels` with its value. Anything else
+ * answers false, and the caller joins.
+ */
+function keepsAll(common: readonly Label[], labels: readonly Label[]): boolean {
+  if (sameLabelValues(common, labels)) return true;
+  let j = 0;
+  for (let i = 0; i < common.length; i++) {
+    const c = common[i]!;
+    if (i > 0 && byteCompare(common[i - 1]!.name, c.name) >= 0) return false;
+    while (j < labels.length && labels[j]!.name !== c.name) {
+      if (j > 0 && byteCompare(labels[j - 1]!.name, labels[j]!.name) >= 0) return false;
+      j++;
+    }
+    if (j === labels.length || labels[j]!.value !== c.value) return false;
+    if (j > 0 && byteCompare(labels[j - 1]!.name, labels[j]!.name) >= 0) return false;
+    j++;
+  }
+  // The rest of `labels` must be sorted too (a repeat of a common name there would be a group
+  // of two values, which the join would not match).
+  for (; j < labels.length; j++) if (j > 0 && byteCompare(labels[j - 1]!.name, labels[j]!.name) >= 0) return false;
+  return true;
+}
+
+/** Zeroes the fields of `common` (normalised, owned) that `spec` does not share. */
+function intersectInto(common: ShardSpec, spec: Partial<ShardSpec>): void {
+  if (common.sources.length !== 0 && !sourcesEq(common.sources, spec.sources ?? [])) common.sources = [];
+  if (common.recovery_log_prefix !== (spec.recovery_log_prefix ?? '')) common.recovery_log_prefix = '';
+  if (common.hint_prefix !== (spec.hint_prefix ?? '')) common.hint_prefix = '';
+  if (common.hint_backups !== (spec.hint_backups ?? 0)) common.hint_backups = 0;
+  if (!sameDuration(common.max_txn_duration, spec.max_txn_duration)) common.max_txn_duration = undefined;
+  if (!sameDuration(common.min_txn_duration, spec.min_txn_duration)) common.min_txn_duration = undefined;
+  if (common.disable !== (spec.disable ?? false)) common.disable = false;
+  if (common.hot_standbys !== (spec.hot_standbys ?? 0)) common.hot_standbys = 0;
+  const labels = spec.labels?.labels ?? [];
+  // Lists that keep every common label intersect to the common list: only others need the join.
+  if (labelsOf(common).length !== 0 && !keepsAll(labelsOf(common), labels)) common.labels = { labels: intersectLabels(labelsOf(common), labels) };
+  if (common.disable_wait_for_ack !== (spec.disable_wait_for_ack ?? false)) common.disable_wait_for_ack = false;
+  if (common.ring_buffer_size !== (spec.ring_buffer_size ?? 0)) common.ring_buffer_size = 0;
+  if (common.read_channel_size !== (spec.read_channel_size ?? 0)) common.read_channel_size = 0;
+}
+
+/** The fields of `spec` that differ from `common`'s (a new, normalised spec; its id is spec's). */
+function subtractFrom(spec: Partial<ShardSpec>, common: ShardSpec): ShardSpec {
+  const sources = spec.sources ?? [];
+  const labels = spec.labels?.labels ?? [];
+  const commonLabels = labelsOf(common);
+  const out: ShardSpec = {
+    id: spec.id ?? '',
+    sources: sourcesEq(sources, common.sources) ? [] : sources.map((x) => ({ journal: x.journal, min_offset: x.min_offset })),
+    recovery_log_prefix: spec.recovery_log_prefix === common.recovery_log_prefix ? '' : (spec.recovery_log_prefix ?? ''),
+    hint_prefix: spec.hint_prefix === common.hint_prefix ? '' : (spec.hint_prefix ?? ''),
+    hint_backups: spec.hint_backups === common.hint_backups ? 0 : (spec.hint_backups ?? 0),
+    max_txn_duration: sameDuration(spec.max_txn_duration, common.max_txn_duration) ? undefined : durationOrUndefined(nanos(spec.max_txn_duration)),
+    min_txn_duration: sameDuration(spec.min_txn_duration, common.min_txn_duration) ? undefined : durationOrUndefined(nanos(spec.min_txn_duration)),
+    disable: spec.disable === common.disable ? false : (spec.disable ?? false),
+    hot_standbys: spec.hot_standbys === common.hot_standbys ? 0 : (spec.hot_standbys ?? 0),
+    labels: {
+      labels:
+        commonLabels.length === 0 ? cloneLabels(labels) : sameLabelValues(labels, commonLabels) ? [] : subtractLabels(labels, commonLabels),
+    },
+    disable_wait_for_ack: spec.disable_wait_for_ack === common.disable_wait_for_ack ? false : (spec.disable_wait_for_ack ?? false),
+    ring_buffer_size: spec.ring_buffer_size === common.ring_buffer_size ? 0 : (spec.ring_buffer_size ?? 0),
+    read_channel_size: spec.read_channel_size === common.read_channel_size ? 0 : (spec.read_channel_size ?? 0),
+  };
+  return out;
+}
+
+/**
+ * Builds a set from a listing: `common` = fields equal in all shards, removed from each shard.
+ * Labels are compared per name (a name whose values are the same in all shards is common).
+ */
 export function shardSetFromListing(shards: readonly ListResponse_Shard[]): ShardSet {
-  let common = normalizeShardSpec(undefined);
-  shards.forEach((s, i) => {
-    if (i === 0) common = { ...normalizeShardSpec(s.spec), id: '' };
-    else common = intersectShardSpecs(common, normalizeShardSpec(s.spec));
-  });
+  // One pass narrows the first shard's fields to the common ones, a second takes the rest of each.
+  const common = normalizeShardSpec(shards[0]?.spec);
   common.id = '';
+  for (let i = 1; i < shards.length; i++) intersectInto(common, shards[i]!.spec ?? {});
   return {
     common,
     shards: shards.map((s) => {
-      const e: ShardSetEntry = { spec: subtractShardSpecs(normalizeShardSpec(s.spec), common) };
-      e.spec.id = s.spec?.id ?? '';
+      const e: ShardSetEntry = { spec: subtractFrom(s.spec ?? {}, common) };
       if (s.mod_revision !== 0n) e.revision = s.mod_revision;
       return e;
     }),
@@ -317,8 +369,8 @@ function specToYaml(s: ShardSpec, m: YamlMapping): YamlMapping {
   return m;
 }
 
-/** Encodes a set as Go gazctl does: `common` always (`{}` when empty), `shards` always (`[]`). */
-export function encodeShardSet(set: ShardSet): string {
+/** A set through the generic emitter (mappings first, then emitGoYaml); kept to check the stream against. */
+export function encodeShardSetGeneric(set: ShardSet): string {
   return emitGoYaml({
     common: specToYaml(normalizeShardSpec(set.common), {}),
     shards: set.shards.map((e) => {
@@ -330,4 +382,165 @@ export function encodeShardSet(set: ShardSet): string {
       return m;
     }),
   });
+}
+
+/** Encodes a set as Go gazctl does: `common` always (`{}` when empty), `shards` always (`[]`). */
+export function encodeShardSet(set: ShardSet): string {
+  const out = new GoYamlStream();
+  writeShardSet(out, set);
+  return out.finish();
+}
+
+/** {@link encodeShardSet} as UTF-8 bytes (what a listing writes to its output). */
+export function encodeShardSetBytes(set: ShardSet): Buffer {
+  const out = new GoYamlStream();
+  writeShardSet(out, set);
+  return out.finishBytes();
+}
+
+// Streaming encoder: writes what encodeShardSetGeneric writes, field by field, without the
+// intermediate mappings (a listing of 10,000 shards would build and drop some 50,000 of them).
+
+function writeShardSet(out: GoYamlStream, set: ShardSet): void {
+  out.key('common', 0, true);
+  if (specHasFields(set.common)) writeSpec(out, set.common, 2, false);
+  else out.flow('{}');
+  out.key('shards', 0, false);
+  if (set.shards.length === 0) out.flow('[]');
+  for (const e of set.shards) {
+    out.dash(0);
+    if (!entryHasFields(e)) {
+      out.flow('{}');
+      continue;
+    }
+    out.itemMapping();
+    let first = true;
+    if (e.comment) {
+      out.key('comment', 2, first);
+      first = false;
+      out.scalar(e.comment, 2);
+    }
+    if (e.delete !== undefined) {
+      out.key('delete', 2, first);
+      first = false;
+      out.scalar(e.delete, 2);
+    }
+    first = writeSpec(out, e.spec, 2, first);
+    if (e.revision !== undefined && e.revision !== 0n) {
+      out.key('revision', 2, first);
+      out.scalar(e.revision, 2);
+    }
+  }
+}
+
+/** Whether specToYaml would write any field of `s`. */
+function specHasFields(s: Partial<ShardSpec>): boolean {
+  return (
+    !!s.id ||
+    (s.sources?.length ?? 0) !== 0 ||
+    !!s.recovery_log_prefix ||
+    !!s.hint_prefix ||
+    !!s.hint_backups ||
+    nanos(s.max_txn_duration) !== 0n ||
+    nanos(s.min_txn_duration) !== 0n ||
+    !!s.disable ||
+    !!s.hot_standbys ||
+    (s.labels?.labels.length ?? 0) !== 0 ||
+    !!s.disable_wait_for_ack ||
+    !!s.ring_buffer_size ||
+    !!s.read_channel_size
+  );
+}
+
+function entryHasFields(e: ShardSetEntry): boolean {
+  return !!e.comment || e.delete !== undefined || specHasFields(e.spec) || (e.revision !== undefined && e.revision !== 0n);
+}
+
+function writeDuration(out: GoYamlStream, key: string, d: Duration | undefined, indent: number, first: boolean): boolean {
+  const ns = nanos(d);
+  if (ns === 0n) return first;
+  out.key(key, indent, first);
+  out.scalar(formatGoDuration(ns), indent);
+  return false;
+}
+
+/**
+ * Writes the fields of `s` that are set, in specToYaml's order, as keys at column `indent`
+ * (`first`: the first key goes on the current line); returns whether no key was written and
+ * `first` still holds.
+ */
+function writeSpec(out: GoYamlStream, s: Partial<ShardSpec>, indent: number, first: boolean): boolean {
+  const key = (k: string) => {
+    out.key(k, indent, first);
+    first = false;
+  };
+  if (s.id) {
+    key('id');
+    out.scalar(s.id, indent);
+  }
+  const sources = s.sources ?? [];
+  if (sources.length) {
+    key('sources');
+    for (const x of sources) {
+      out.dash(indent);
+      out.itemMapping();
+      out.key('journal', indent + 2, true);
+      out.scalar(x.journal, indent + 2);
+      if (x.min_offset !== 0n) {
+        out.key('min_offset', indent + 2, false);
+        out.scalar(x.min_offset, indent + 2);
+      }
+    }
+  }
+  if (s.recovery_log_prefix) {
+    key('recovery_log_prefix');
+    out.scalar(s.recovery_log_prefix, indent);
+  }
+  if (s.hint_prefix) {
+    key('hint_prefix');
+    out.scalar(s.hint_prefix, indent);
+  }
+  if (s.hint_backups) {
+    key('hint_backups');
+    out.scalar(s.hint_backups, indent);
+  }
+  first = writeDuration(out, 'max_txn_duration', s.max_txn_duration, indent, first);
+  first = writeDuration(out, 'min_txn_duration', s.min_txn_duration, indent, first);
+  if (s.disable) {
+    key('disable');
+    out.scalar(true, indent);
+  }
+  if (s.hot_standbys) {
+    key('hot_standbys');
+    out.scalar(s.hot_standbys, indent);
+  }
+  const labels = s.labels?.labels ?? [];
+  if (labels.length) {
+    key('labels');
+    for (const l of labels) {
+      out.dash(indent);
+      out.itemMapping();
+      out.key('name', indent + 2, true);
+      out.scalar(l.name, indent + 2);
+      out.key('value', indent + 2, false);
+      out.scalar(l.value, indent + 2);
+      if (l.prefix) {
+        out.key('prefix', indent + 2, false);
+        out.scalar(true, indent + 2);
+      }
+    }
+  }
+  if (s.disable_wait_for_ack) {
+    key('disable_wait_for_ack');
+    out.scalar(true, indent);
+  }
+  if (s.ring_buffer_size) {
+    key('ring_buffer_size');
+    out.scalar(s.ring_buffer_size, indent);
+  }
+  if (s.read_channel_size) {
+    key('read_channel_size');
+    out.scalar(s.read_channel_size, indent);
+  }
+  return first;
 }

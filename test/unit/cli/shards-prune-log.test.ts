@@ -28,7 +28,7 @@ import type { FSMHints } from '../../../src/lib/protocol/gen/recoverylog/recorde
 import { fragmentContentPath, sumFromHex } from '../../../src/lib/protocol/fragment.js';
 import { startJournalStub, stubHeader, type StubServer } from '../../../src/testing/stubs.js';
 import { describeInProcess, runInProcess } from '../../helpers/inproc.js';
-import { startStubConsumer, type StubShard } from '../../helpers/stub-shards.js';
+import { fromStubShards, startStubConsumer, type StubShard } from '../../helpers/stub-consumer.js';
 
 const STORE = 'file:///store/';
 const BAD_STORE = 'file:///bad/';
@@ -165,7 +165,8 @@ before(async () => {
       cb(null, FragmentStoreHealthResponse.fromPartial({ status: bad ? Status.FRAGMENT_STORE_UNHEALTHY : Status.OK, header: stubHeader(), store_health_error: bad ? 'PUT .test/health-check: access denied' : '' }));
     },
   } as never);
-  consumer = await startStubConsumer(shards);
+  const listed = fromStubShards(shards);
+  consumer = await startStubConsumer(listed.shards, listed.hints);
 });
 after(async () => {
   if (lockedDir) execFileSync('chattr', ['-a', lockedDir]);

@@ -16,7 +16,7 @@ import type { FSMHints } from '../../../src/lib/protocol/gen/recoverylog/recorde
 import { LogWriter, type RecordedFrame } from '../../../src/lib/recoverylog/index.js';
 import { startJournalStub, stubHeader, type StubServer } from '../../../src/testing/stubs.js';
 import { describeInProcess, runInProcess } from '../../helpers/inproc.js';
-import { startStubConsumer, type StubShard } from '../../helpers/stub-shards.js';
+import { fromStubShards, startStubConsumer, type StubShard } from '../../helpers/stub-consumer.js';
 
 const LOG = 'recovery/rec-a';
 const HANG = 'recovery/hang';
@@ -102,7 +102,8 @@ before(async () => {
       call.end();
     },
   } as never);
-  consumer = await startStubConsumer(shards);
+  const listed = fromStubShards(shards);
+  consumer = await startStubConsumer(listed.shards, listed.hints);
 });
 after(async () => {
   await broker?.stop();

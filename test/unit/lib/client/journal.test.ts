@@ -16,6 +16,7 @@ import {
 } from '../../../../src/lib/protocol/gen/broker/protocol.js';
 import { BrokerStatusError, TransportError } from '../../../../src/lib/protocol/errors.js';
 import { ApplyError, JournalClient } from '../../../../src/lib/client/index.js';
+import { largePageLimit } from '../../../../src/lib/client/journal-client.js';
 import { startJournalStub, stubHeader } from '../../../../src/testing/stubs.js';
 import { fastDelay, fragment, journalEntry, listCont, listFirst } from './helpers.js';
 
@@ -329,6 +330,42 @@ test('listFragments follows pages until next_page_token is 0', async () => {
       assert.equal(r.do_not_proxy, false);
       assert.equal(r.header, undefined);
     }
+  } finally {
+    client.close();
+    await stub.stop();
+  }
+});
+
+test('listFragments with largePages: a first page of the server default, then pages sized by its longest entry', async () => {
+  // 25,000 fragments served in pages of whatever size is asked (1,000 when 0 is asked).
+  const total = 25_000n;
+  const stub = await startJournalStub({
+    listFragments: (call, cb) => {
+      const req = call.request;
+      const size = BigInt(req.page_limit || 1000);
+      const from = req.next_page_token;
+      const to = from + size < total ? from + size : total;
+      const fragments = [];
+      for (let b = from; b < to; b++) fragments.push({ spec: fragment(req.journal, b, b + 1n), signed_url: '' });
+      cb(null, FragmentsResponse.fromPartial({ status: Status.OK, header: stubHeader(), fragments, next_page_token: to < total ? to : 0n }));
+    },
+  });
+  const client = new JournalClient({ address: stub.address });
+  try {
+    const frags = await client.listFragments('a/j', { largePages: true });
+    assert.equal(frags.length, 25_000);
+    assert.ok(frags.every((f, i) => f.spec!.begin === BigInt(i)));
+    const limits = stub.requests.map((r) => (r.request as FragmentsRequest).page_limit);
+    // Short entries: the broker's largest page after the first.
+    assert.deepEqual(limits, [0, 10_000, 10_000, 10_000]);
+    // Long entries: pages kept near 4 MiB (a journal name of 500 and a store of 1,000 characters).
+    const long = { spec: { ...fragment('x'.repeat(500), 0n, 1n), backing_store: 's3://' + 'b'.repeat(995) }, signed_url: '' };
+    assert.equal(largePageLimit([long]), Math.floor((4 << 20) / (3 * 1500 + 100)));
+    assert.equal(largePageLimit([{ spec: fragment('a/j', 0n, 1n), signed_url: '' }]), 10_000);
+    // An explicit pageLimit is kept for every page.
+    stub.requests.length = 0;
+    await client.listFragments('a/j', { largePages: true, pageLimit: 7000 });
+    assert.deepEqual(stub.requests.map((r) => (r.request as FragmentsRequest).page_limit), [7000, 7000, 7000, 7000]);
   } finally {
     client.close();
     await stub.stop();
