@@ -1,6 +1,6 @@
 // Builds gazctl's optional native inflate (src/native/gzip-inflate.c) into
 // dist/native/gzip-inflate.node: a Node-API module, linked with libdeflate, that direct reads use
-// to inflate whole GZIP fragments (src/lib/client/native-inflate.ts).
+// to inflate whole GZIP fragments (src/lib/client/direct/native-inflate.ts).
 //
 // It is optional: without a C compiler, Node's headers or libdeflate's, this says so in one line
 // and exits 0, and direct reads inflate with zlib as before. `scripts/setup.sh` installs Debian's

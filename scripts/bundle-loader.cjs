@@ -44,7 +44,7 @@ const loaded = [];
  * The bytes of `file`, read into a buffer whose content starts on a page (where malloc gives a big
  * buffer memory 16 bytes past a page, as glibc does). readFileSync's buffer starts 16 bytes past
  * one, and on some CPUs the kernel's copy out of the page cache runs several times slower into
- * memory just past the source's offset within a page (see src/lib/client/piece-pool.ts): the four
+ * memory just past the source's offset within a page (see src/lib/client/direct/piece-pool.ts): the four
  * files of a start (some 4 MiB) took 4.5-7 ms that way on an AMD EPYC host, 3.4-3.7 ms this way.
  */
 function readAligned(file) {

@@ -1,6 +1,6 @@
 // gazctl's optional native inflate: whole GZIP objects inflated with libdeflate on libuv's thread
-// pool, for the direct reads of src/lib/client (see native-inflate.ts, which loads this module,
-// and docs/direct-reads.md for why and what it measured).
+// pool, for the direct reads of src/lib/client/direct (see native-inflate.ts, which loads this
+// module, and docs/direct-reads.md, "Inflating GZIP", for why).
 //
 // libdeflate inflates a whole buffer into a whole buffer, with no streaming state between calls:
 // on the benchmark journal's content it ran some three times faster than zlib (CRC-32 included:

@@ -6,6 +6,7 @@ import { Mutex, Output } from '../../cli/output.js';
 import { GazctlError } from '../../lib/protocol/errors.js';
 import { JournalSpec_Suspend_Level, type Fragment } from '../../lib/protocol/gen/broker/protocol.js';
 import type { JournalClient } from '../../lib/client/journal-client.js';
+import { gzipInflatePath } from '../../lib/client/direct/gzip-object.js';
 import { openCommandStore } from '../../cli/stores.js';
 
 const OPTIONS = options({
@@ -112,6 +113,8 @@ Offsets: --offsets loads a JSON object {"journal": offset} of where to start; --
     if (flags['file-root'] && svc.cacheSize <= 0) {
       this.log_.warn('--file-root has no effect without --broker.cache.size > 0 (brokers proxy all reads)');
     }
+    // Which inflate a direct read of GZIP fragments uses: the native module, or zlib and why.
+    if (svc.cacheSize > 0 && this.log_.enabled('debug')) this.log_.debug('direct reads inflate GZIP fragments', { with: gzipInflatePath() });
 
     const offsets = new Map<string, bigint>();
     if (flags.offsets) {

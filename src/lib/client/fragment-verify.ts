@@ -7,7 +7,7 @@ import type { Readable } from 'node:stream';
 import { fragmentContentPath, sumToHex } from '../protocol/fragment.js';
 import type { Fragment } from '../protocol/gen/broker/protocol.js';
 import type { FragmentStore } from '../stores/store.js';
-import { openFragment, openFragmentFrom } from './fragment-fetch.js';
+import { openFragment, openFragmentFrom } from './direct/fragment-fetch.js';
 
 export type VerifyOutcome =
   | { ok: true; fragment: Fragment; bytes: number }

@@ -47,7 +47,7 @@ export {
   DirectReadUnsupportedError,
   type OpenFragmentOptions,
   type OpenedFragment,
-} from './fragment-fetch.js';
+} from './direct/fragment-fetch.js';
 export {
   readFragmentRun,
   FragmentRunError,
@@ -56,7 +56,7 @@ export {
   type FragmentRunOptions,
   type RunEvent,
   type RunItem,
-} from './parallel-fetch.js';
+} from './direct/parallel-fetch.js';
 export { verifyFragment, type VerifyOutcome, type VerifySource } from './fragment-verify.js';
 export { retryCall, transportError, describeGrpcError, type CallOptions, type RetryHook, type RetryPolicy } from './rpc.js';
 export { ServiceClient, mergeCallOptions, type CallDefaults, type Dispatch } from './call.js';

@@ -7,9 +7,9 @@ import { Status, type Fragment, type FragmentsResponse__Fragment, type ReadReque
 import { fragmentContentPath } from '../protocol/fragment.js';
 import type { FragmentStore } from '../stores/store.js';
 import { BrokerStatusError, GazctlError, TransportError } from '../protocol/errors.js';
-import { DirectReadError, DirectReadUnsupportedError, openFragmentSource } from './fragment-fetch.js';
-import { DEFAULT_RUN_BUDGET, DEFAULT_RUN_CONCURRENCY, FragmentRunError, readFragmentRun, type RunItem } from './parallel-fetch.js';
-import { pieces, releaser } from './piece-pool.js';
+import { DirectReadError, DirectReadUnsupportedError, openFragmentSource } from './direct/fragment-fetch.js';
+import { DEFAULT_RUN_BUDGET, DEFAULT_RUN_CONCURRENCY, FragmentRunError, readFragmentRun, type RunItem } from './direct/parallel-fetch.js';
+import { pieces, releaser } from './direct/piece-pool.js';
 import { backoff, grpcCode, isTransientBrokerStatus, isTransientStreamCode, sleep } from './retry.js';
 import { describeGrpcError } from './rpc.js';
 

@@ -1,6 +1,6 @@
 // The errors of direct fragment reads, in a module of their own so that the fetching code and
 // the raw HTTP getter can both throw them without importing each other.
-import { GazctlError } from '../protocol/errors.js';
+import { GazctlError } from '../../protocol/errors.js';
 
 /** A direct fragment read failed (HTTP status, I/O, corrupt or mis-sized content). */
 export class DirectReadError extends GazctlError {}

@@ -6,10 +6,10 @@ import assert from 'node:assert/strict';
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { gzipSync } from 'node:zlib';
-import { CompressionCodec } from '../../../../src/lib/protocol/gen/broker/protocol.js';
-import { openFragmentSource, type FragmentSource } from '../../../../src/lib/client/fragment-fetch.js';
-import { PIECE, RawGet } from '../../../../src/lib/client/http-get.js';
-import { bytes } from './helpers.js';
+import { CompressionCodec } from '../../../../../src/lib/protocol/gen/broker/protocol.js';
+import { openFragmentSource, type FragmentSource } from '../../../../../src/lib/client/direct/fragment-fetch.js';
+import { PIECE, RawGet } from '../../../../../src/lib/client/direct/http-get.js';
+import { bytes } from '../helpers.js';
 
 async function drain(src: FragmentSource): Promise<Buffer[]> {
   const out: Buffer[] = [];

@@ -10,13 +10,13 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { CompressionCodec, type Fragment } from '../../../../src/lib/protocol/gen/broker/protocol.js';
-import { JournalClient } from '../../../../src/lib/index.js';
-import { readFragmentRun, type RunItem } from '../../../../src/lib/client/parallel-fetch.js';
-import { alignedReadLength, pageAlignedBuffer, PIECE_OFFSET, PIECE_SIZE, PiecePool, pieces } from '../../../../src/lib/client/piece-pool.js';
-import { Output } from '../../../../src/cli/output.js';
-import { startJournalStub } from '../../../../src/testing/stubs.js';
-import { bytes, fastDelay, fragment, fragmentBroker } from './helpers.js';
+import { CompressionCodec, type Fragment } from '../../../../../src/lib/protocol/gen/broker/protocol.js';
+import { JournalClient } from '../../../../../src/lib/index.js';
+import { readFragmentRun, type RunItem } from '../../../../../src/lib/client/direct/parallel-fetch.js';
+import { alignedReadLength, pageAlignedBuffer, PIECE_OFFSET, PIECE_SIZE, PiecePool, pieces } from '../../../../../src/lib/client/direct/piece-pool.js';
+import { Output } from '../../../../../src/cli/output.js';
+import { startJournalStub } from '../../../../../src/testing/stubs.js';
+import { bytes, fastDelay, fragment, fragmentBroker } from '../helpers.js';
 
 /** Fragments of 2.5 pooled pieces, so that each has full pieces and a shorter last one. */
 const SIZE = 2 * PIECE_SIZE + PIECE_SIZE / 2;

@@ -1,16 +1,15 @@
 // The optional native inflate of whole GZIP objects (src/native/gzip-inflate.c, built by
 // scripts/build-native.mjs into dist/native/gzip-inflate.node): libdeflate on libuv's thread pool.
 //
-// Why: a direct read of a journal of GZIP fragments is bound by inflating. zlib's inflate (Node's
-// own, streaming) took some 200-370 ms of CPU for the benchmark journal's 512 MiB of GZIP content,
-// plus its CRC-32; libdeflate inflates a whole object into a whole buffer some three times faster,
-// CRC-32 and length checks included (measured in C on the same 64 objects: 123 ms against 400 ms
-// for the system zlib into a reused 2 MiB buffer). A direct read knows each fragment's content
-// length (end - begin), so it can give libdeflate the whole output buffer it needs.
+// Why: a direct read of a journal of GZIP fragments is bound by inflating. zlib inflates a stream,
+// keeping its state between calls; libdeflate inflates a whole object into a whole buffer with no
+// state to carry, several times faster, CRC-32 and length checks included. A direct read knows
+// each fragment's content length (end - begin), so it can give libdeflate the whole output buffer
+// it needs (docs/direct-reads.md, "Inflating GZIP"; figures in bench/results/direct.md).
 //
 // Where the module was not built (no compiler, headers or libdeflate where gazctl was installed),
 // or with GAZCTL_NATIVE_INFLATE=0, `nativeInflate()` is undefined and GZIP objects are inflated by
-// zlib as before. The module answers -1 for anything it does not take on itself (an unusual header,
+// a gunzip stream (gzip-object.ts). The module answers -1 for anything it does not take on itself (an unusual header,
 // any corruption, content longer than the buffer), and the caller then inflates that object with
 // zlib, so every error reads exactly as before.
 import { existsSync } from 'node:fs';
@@ -28,8 +27,8 @@ export interface NativeInflate {
   libdeflate: string;
 }
 
-/** Where the module may lie: from the tsc output (dist/src/lib/client) or the bundle (dist/bundle). */
-const CANDIDATES = ['../../../native/gzip-inflate.node', '../native/gzip-inflate.node'];
+/** Where the module may lie: from the tsc output (dist/src/lib/client/direct) or the bundle (dist/bundle). */
+const CANDIDATES = ['../../../../native/gzip-inflate.node', '../native/gzip-inflate.node'];
 
 let loaded: NativeInflate | null | undefined;
 let why = '';

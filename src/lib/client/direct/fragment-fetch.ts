@@ -5,13 +5,13 @@ import { request as httpsRequest } from 'node:https';
 import { close as closeFd, createReadStream, fstat, open as openFd, read as readFd } from 'node:fs';
 import { pipeline, type Readable } from 'node:stream';
 import * as zlib from 'node:zlib';
-import { CompressionCodec } from '../protocol/gen/broker/protocol.js';
-import { canDecode, CHUNK, decodeFragmentStream } from '../codecs/index.js';
+import { CompressionCodec } from '../../protocol/gen/broker/protocol.js';
+import { canDecode, CHUNK, decodeFragmentStream } from '../../codecs/index.js';
 
 export { decodeFragmentStream };
-import { FileStore, openFileURL } from '../stores/file.js';
-import { StoreError } from '../stores/store.js';
-import { DirectReadError, DirectReadUnsupportedError } from './direct-errors.js';
+import { FileStore, openFileURL } from '../../stores/file.js';
+import { StoreError } from '../../stores/store.js';
+import { DirectReadError, DirectReadUnsupportedError } from './errors.js';
 import { RawGet } from './http-get.js';
 import { alignedReadLength, pageAlignedBuffer, pieces, PIECE_SIZE } from './piece-pool.js';
 import { createObjectInflate, type ObjectInflate } from './gzip-object.js';
@@ -124,19 +124,14 @@ export async function openFragmentFrom(open: () => Promise<Readable>, codec: Com
 //   * a NONE object in a file store is read with positioned reads of up to READ_CHUNK bytes
 //     straight into pooled buffers (piece-pool.ts), so each piece is one thread-pool read;
 //   * a GZIP object (in a file store, or behind a signed HTTP URL) whose content is small enough
-//     (WHOLE_MAX, and the caller's byte budget) is read whole and fed to a flowing zlib stream in
-//     one go: inflating runs on libuv's thread pool without waiting for the main thread between
-//     chunks, so several such fragments decompress at once (measured: clearly faster than piping
-//     the file through a gunzip stream, whose small readable buffer makes every output chunk wait
-//     for the consumer);
+//     (WHOLE_MAX, and the caller's byte budget) is read whole and inflated in one go on libuv's
+//     thread pool (gzip-object.ts), without waiting for the main thread between chunks, so
+//     several such fragments decompress at once (piping the file through a gunzip stream makes
+//     every output chunk wait for the consumer, through the stream's small readable buffer);
 //   * anything else (HTTP, a store client's stream, other codecs, bigger objects) goes through the
 //     stream decoders, with large chunks.
 
-/**
- * Bytes asked for by each read of an uncompressed file: one pooled buffer. (Measured before the
- * pool: fresh 4 MiB buffers were mapped anew each time and read the page cache two to three times
- * slower than fresh 1 MiB ones; pooled buffers are mapped once.)
- */
+/** Bytes asked for by each read of an uncompressed file: one pooled buffer, mapped once. */
 export const READ_CHUNK = PIECE_SIZE;
 /** Reads of a NONE fragment file in flight at once (see FileSource). */
 export const READS_IN_FLIGHT = 2;
@@ -191,8 +186,8 @@ class StreamSource implements FragmentSource {
 
 /**
  * A local file open for positioned reads, through the callback API of node:fs rather than a
- * fs/promises FileHandle: each FileHandle read costs the main thread more (measured: 512 reads of
- * 1 MiB from the page cache took some 30-90 ms more CPU time than fs.read's). As with a
+ * fs/promises FileHandle: each FileHandle read costs the main thread more (promise and object
+ * steps around the same thread-pool read). As with a
  * FileHandle, closing waits for a read in flight to settle, so that its descriptor is never
  * closed (and reused) under it; reads after close fail with EBADF.
  */
@@ -248,19 +243,16 @@ export class LocalFile {
 /** Positioned reads of an uncompressed file, `left` bytes expected (then one probe for more). */
 class FileSource implements FragmentSource {
   /**
-   * A few pieces: more would only hold pooled buffers (measured: reading whole 8 MiB fragments
-   * ahead kept twice the pieces in flight that the pool keeps free, so that some were made anew
-   * for every fragment).
+   * A few pieces: more would only hold pooled buffers (reading whole fragments ahead keeps more
+   * pieces in flight than the pool keeps free, so that some are made anew for every fragment).
    */
   readonly readAhead = 4 * READ_CHUNK;
   private closed = false;
   private probed = false;
   /**
    * Reads issued ahead of next(), in file order (at most READS_IN_FLIGHT). A copy out of the page
-   * cache runs on one pool thread at some 4-5 GB/s here; with two of a file's reads in flight, the
-   * fragments open at once keep all four pool threads copying (measured over the benchmark's 64
-   * NONE fragment files, 2 MiB reads into reused buffers: 140 ms one read at a time, 96 ms two,
-   * 70 ms four).
+   * cache runs on one pool thread; with two of a file's reads in flight, the fragments open at
+   * once keep all of the pool's threads copying (docs/direct-reads.md, "How the bytes move").
    */
   private readonly inFlight: { buf: Buffer; n: number; done: Promise<number> }[] = [];
   /** Where the next read issued ahead starts, and the expected bytes after it. */
@@ -354,13 +346,12 @@ class FileSource implements FragmentSource {
  * thread pool, so that several such fragments inflate in parallel (createObjectInflate):
  *   * where the native inflate is built (native-inflate.ts), by libdeflate into one buffer of the
  *     fragment's content length, handed out once the whole object has inflated and been checked;
- *   * otherwise (or for an object libdeflate leaves to zlib), by one zlib stream fed the whole
+ *   * otherwise (or for an object libdeflate leaves to zlib), by one gunzip stream fed the whole
  *     object at once, which runs from start to end without waiting for the main thread (the stream
  *     is flowing, and its output is taken as it comes). Its pieces are handed out as zlib produces
- *     them: the head fragment's content is written out while it is inflated, and holds less memory
- *     (measured on the benchmark's GZIP half: peak RSS some 40 MiB lower, and half the page faults,
- *     than holding it whole in fresh memory). As with any streamed decompression, a corrupt object
- *     fails at the point where zlib notices (its checksum is checked at the end of the object).
+ *     them, so the head fragment's content is written out while it is inflated. As with any
+ *     streamed decompression, a corrupt object then fails at the point where zlib notices (its
+ *     checksum is checked at the end of each member).
  */
 class WholeGzipSource implements FragmentSource {
   readonly skipped = 0n;
@@ -393,9 +384,8 @@ class WholeGzipSource implements FragmentSource {
     }
     if (this.state !== 'loading') return; // closed meanwhile
     this.state = 'inflating';
-    // By libdeflate into one pooled buffer where the native inflate is built; else into pooled
-    // pieces where this Node allows it (pooled-gunzip.ts), PIECE_SIZE either way, and checked with
-    // the native CRC-32 where it loads (gzip-object.ts).
+    // By libdeflate into one pooled buffer where the native inflate is built, else by a gunzip
+    // stream; pieces of at most PIECE_SIZE either way (gzip-object.ts).
     const g = createObjectInflate(this.contentLength);
     this.inflate = g;
     g.on('data', (c: Buffer) => {

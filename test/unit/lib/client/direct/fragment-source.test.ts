@@ -9,12 +9,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { AddressInfo } from 'node:net';
-import { CompressionCodec } from '../../../../src/lib/protocol/gen/broker/protocol.js';
-import { PIECE_SIZE } from '../../../../src/lib/client/piece-pool.js';
-import { openFragmentSource, READ_CHUNK, READS_IN_FLIGHT, type FragmentSource } from '../../../../src/lib/client/fragment-fetch.js';
-import { readFragmentRun, type RunItem } from '../../../../src/lib/client/parallel-fetch.js';
-import { bytes, fragment } from './helpers.js';
-import { nativeInflate } from '../../../../src/lib/client/native-inflate.js';
+import { CompressionCodec } from '../../../../../src/lib/protocol/gen/broker/protocol.js';
+import { PIECE_SIZE } from '../../../../../src/lib/client/direct/piece-pool.js';
+import { openFragmentSource, READ_CHUNK, READS_IN_FLIGHT, type FragmentSource } from '../../../../../src/lib/client/direct/fragment-fetch.js';
+import { readFragmentRun, type RunItem } from '../../../../../src/lib/client/direct/parallel-fetch.js';
+import { bytes, fragment } from '../helpers.js';
+import { nativeInflate } from '../../../../../src/lib/client/direct/native-inflate.js';
 
 async function drain(src: FragmentSource): Promise<Buffer[]> {
   const out: Buffer[] = [];
@@ -111,7 +111,7 @@ test(
   withRoot(async (root) => {
     const data = bytes(6 * READ_CHUNK, 9);
     writeFileSync(join(root, 'a', 'j', 'f6.raw'), data);
-    const { pieces } = await import('../../../../src/lib/client/piece-pool.js');
+    const { pieces } = await import('../../../../../src/lib/client/direct/piece-pool.js');
     const src = await openFragmentSource({ url: 'file:///a/j/f6.raw', what: 'f' }, CompressionCodec.NONE, { fileRoot: root, length: BigInt(data.length) });
     const first = await src.next();
     assert.ok(first && first.equals(data.subarray(0, READ_CHUNK)));
@@ -139,11 +139,9 @@ test(
       await openFragmentSource({ url: 'file:///a/j/f.gz', what: 'f' }, CompressionCodec.GZIP, { fileRoot: root, length: BigInt(total) }),
     );
     // The native inflate writes the whole content into one buffer and hands it out in pieces of
-    // PIECE_SIZE; zlib inflates each member on its own (gzip-object.ts): its last piece ends with it.
-    assert.deepEqual(
-      whole.map((p) => p.length),
-      nativeInflate() ? [PIECE_SIZE, total - PIECE_SIZE] : [PIECE_SIZE, a.length - PIECE_SIZE, b.length],
-    );
+    // PIECE_SIZE; a gunzip stream (module not built) in pieces of at most PIECE_SIZE.
+    if (nativeInflate()) assert.deepEqual(whole.map((p) => p.length), [PIECE_SIZE, total - PIECE_SIZE]);
+    else assert.ok(whole.every((p) => p.length > 0 && p.length <= PIECE_SIZE));
     assert.ok(Buffer.concat(whole).equals(Buffer.concat([a, b])));
     // Content beyond the caller's limit for a one-call inflate goes through a gunzip stream.
     const streamed = await drain(

@@ -20,7 +20,7 @@
 // there (e.g. through a broker).
 import { availableParallelism } from 'node:os';
 import type { Readable } from 'node:stream';
-import type { Fragment } from '../protocol/gen/broker/protocol.js';
+import type { Fragment } from '../../protocol/gen/broker/protocol.js';
 import { DirectReadError, openFragmentSource } from './fragment-fetch.js';
 import { pieces, releaser } from './piece-pool.js';
 
@@ -78,9 +78,7 @@ export class FragmentRunError extends DirectReadError {
  * Fragments open at once by default: one more than the CPU cores, at least 3 and at most 8.
  * Decompression runs on libuv's thread pool; the one fragment more keeps a core busy while the
  * next fragment after a finished one is opened and loaded, and more than that only adds memory
- * and contention. Measured on 2 cores (the benchmark journal, 16 interleaved rounds each): 3 at
- * once read 6-8% faster on the median than 2, for some 11 MiB more peak RSS; 4 were no faster
- * than 3.
+ * and contention (on 2 cores, 3 at once read faster than 2, and 4 no faster than 3).
  */
 export const DEFAULT_RUN_CONCURRENCY = Math.max(3, Math.min(8, availableParallelism() + 1));
 export const DEFAULT_RUN_BUDGET = 64 * 1024 * 1024;

@@ -1,11 +1,11 @@
 // GZIP objects of many shapes, and a way to inflate one and collect what comes out: shared by the
-// tests of the pooled gunzip stream (pooled-gunzip.test.ts) and of the whole-object inflate of
-// direct reads (gzip-object.test.ts), which must both give what zlib.gunzipSync gives.
+// tests of the whole-object inflate of direct reads, by libdeflate (native-inflate.test.ts) and by
+// zlib (gzip-object.test.ts), which must both give what zlib.gunzipSync gives.
 import assert from 'node:assert/strict';
 import { createGunzip, crc32 as zlibCrc32, gzipSync } from 'node:zlib';
-import type { ObjectInflate } from '../../../../src/lib/client/gzip-object.js';
-import { PIECE_SIZE, pieces } from '../../../../src/lib/client/piece-pool.js';
-import { bytes } from './helpers.js';
+import type { ObjectInflate } from '../../../../../src/lib/client/direct/gzip-object.js';
+import { PIECE_SIZE, pieces } from '../../../../../src/lib/client/direct/piece-pool.js';
+import { bytes } from '../helpers.js';
 
 export interface Outcome {
   chunks: Buffer[];
@@ -108,7 +108,7 @@ export function gzipMember(content: Buffer, f: { extra?: Buffer; name?: string; 
   return Buffer.concat([header, hcrc, plain.subarray(10)]);
 }
 
-/** Members with every kind of header field (read here, or left to zlib: a header CRC). */
+/** Members with every kind of header field (a header CRC: left to zlib by the native inflate). */
 export function headerShapes(): [string, Buffer][] {
   const member = gzipMember;
   return [

@@ -9,11 +9,11 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 
-import { CompressionCodec, type Fragment, type ReadRequest } from '../../../../src/lib/protocol/gen/broker/protocol.js';
-import { JournalClient, type ReadChunk } from '../../../../src/lib/index.js';
-import { FragmentRunError, readFragmentRun, type RunItem, type RunEvent } from '../../../../src/lib/client/parallel-fetch.js';
-import { startJournalStub } from '../../../../src/testing/stubs.js';
-import { bytes, fastDelay, fragment, fragmentBroker } from './helpers.js';
+import { CompressionCodec, type Fragment, type ReadRequest } from '../../../../../src/lib/protocol/gen/broker/protocol.js';
+import { JournalClient, type ReadChunk } from '../../../../../src/lib/index.js';
+import { FragmentRunError, readFragmentRun, type RunItem, type RunEvent } from '../../../../../src/lib/client/direct/parallel-fetch.js';
+import { startJournalStub } from '../../../../../src/testing/stubs.js';
+import { bytes, fastDelay, fragment, fragmentBroker } from '../helpers.js';
 
 /** A gate: `wait()` resolves once `open()` is called. */
 function gate() {

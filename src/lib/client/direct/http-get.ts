@@ -5,8 +5,7 @@
 // work for every one of them. Here the socket reads straight into the buffers we hand out (the
 // `onread` option of net.Socket, whose buffer we choose before each read): the body lands in
 // PIECE-sized buffers, or in one buffer of the whole body, with no copy and no stream in
-// between. Measured on loopback, reading 128 MiB of NONE objects this way took about a third of
-// the CPU time and half the wall time of node:http.
+// between: a fraction of node:http's main-thread work per byte (docs/direct-reads.md).
 //
 // Only the simple, common case is handled: a `200` answer whose body is delimited by
 // Content-Length and has no Content-Encoding other than the one asked for. Anything else that is
@@ -15,7 +14,7 @@
 // status is reported as node:http's path reports it. https:// URLs always go through node:https.
 import { connect, type Socket } from 'node:net';
 // (A cycle with fragment-fetch.ts, harmless: the class is used only when a request runs.)
-import { DirectReadError } from './direct-errors.js';
+import { DirectReadError } from './errors.js';
 import { pageAlignedBuffer, pieces, PIECE_SIZE } from './piece-pool.js';
 
 /** Bytes of body in each piece handed out (the last may be shorter): one pooled buffer. */

@@ -16,27 +16,24 @@
 // Only buffers made by this pool are taken back; releasing anything else (a broker's message, a
 // decompressor's output) does nothing. A buffer already free is not taken twice.
 //
-// A buffer may carry several pieces at once (a gunzip stream that inflates into pooled buffers
-// can cut more than one piece from a buffer, see pooled-gunzip.ts): each piece beyond the first
-// is counted with `retain`, and the buffer goes back once every piece has been released.
+// A buffer may carry several pieces at once (the native inflate fills one buffer with a whole
+// fragment's content and hands it out as views of PIECE_SIZE bytes, see gzip-object.ts): each
+// piece beyond the first is counted with `retain`, and the buffer goes back once every piece has
+// been released.
 
 /**
  * Size of every pooled buffer. Each piece costs the main thread a few steps (a thread-pool read or
  * a zlib write, the run's queue, the Reader, the output) whatever its size; once the buffers are
- * reused, bigger pieces cost no fresh memory. Measured on the benchmark journal (8 interleaved
- * runs each): 2 MiB pieces took some 8% less CPU time than 1 MiB ones at the same peak RSS;
- * 4 MiB ones were no faster and took 7 MiB more.
+ * reused, bigger pieces cost no fresh memory. 2 MiB pieces took less CPU time than 1 MiB ones at
+ * the same peak RSS; bigger ones were no faster and held more memory.
  */
 export const PIECE_SIZE = 2 << 20;
 /** Pieces smaller than this are allocated on their own: a pooled MiB would be mostly idle. */
 const POOL_FROM = 64 * 1024;
 /**
  * Free buffers kept at most; more are left to the garbage collector. Enough for the pieces of a
- * few open fragments: a GZIP fragment ahead of the head inflates its whole content into pooled
- * pieces as fast as zlib goes. Measured on the benchmark journal (2 fragments of 8 MiB open):
- * with 8 free buffers of 2 MiB the read took 15% more CPU time and 7 MiB more peak RSS than with
- * 12 or 16 (pieces were made anew and dropped again); with 1 MiB pieces, 8 made some 70 buffers
- * anew, 16 a dozen.
+ * few open fragments, each reading a few pieces ahead: with fewer, buffers are dropped and made
+ * anew over and over (more CPU time and more peak RSS, not less).
  */
 const KEEP = 16;
 
@@ -49,10 +46,8 @@ const PAGE = 4096;
  * exact-size buffer starts 16 bytes past a page boundary, while a fragment file's bytes lie in the
  * page cache at their file offset modulo the page. The kernel copies a read() out of the page
  * cache with `rep movsb`, which some CPUs run several times slower when the destination is just
- * past the source's offset within a page: measured on an AMD EPYC host, 64 NONE fragment files
- * (512 MiB) read into one reused 2 MiB buffer took 240-400 ms at the buffer's start (16 bytes past
- * a page, by the glibc layout above) and at 8 or -12 bytes from it, and 57-69 ms at any offset of
- * 24 bytes or more from it (page-aligned included). So each buffer is made a page longer and its
+ * past the source's offset within a page (seen on an AMD EPYC host; docs/direct-reads.md,
+ * "Page-aligned pieces"). So each buffer is made a page longer and its
  * pieces start PAGE - 16 bytes into it: page-aligned where the layout is glibc's, and clear of that
  * narrow band otherwise (a buffer from malloc's heap, once its mmap threshold has grown, lies at
  * a 16-byte boundary anywhere in a page). The slack is never written: it costs no memory.
