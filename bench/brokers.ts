@@ -24,11 +24,15 @@
 
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
 import { credentials } from '@grpc/grpc-js';
 
 import { AppendRequest, JournalClient, ReadRequest, Status, type AppendResponse, type ReadResponse } from '../src/lib/protocol/gen/broker/protocol.js';
 import { goBroker, grpcTarget, runGoGazctl, startCluster, tsBroker, waitForJournalsAssigned, type BrokerImpl, type Cluster } from '../src/testing/index.js';
+import { BenchResults } from './results.js';
 import { fmt, procCpuSeconds, table } from './util.js';
 
 function intEnv(name: string, dflt: number, min: number): number {
@@ -230,6 +234,9 @@ async function runOne(impl: BrokerImpl): Promise<Figures> {
 
 let ok = true;
 const best = new Map<string, Figures>();
+// What this run prints also goes to bench/results/brokers.md (bench/results.ts).
+const resultsFiles = new BenchResults();
+resultsFiles.section('brokers');
 console.log(`broker benchmark: ${SIZE / 1024 / 1024} MiB over ${JOURNALS} journals at replication 3, ${APPEND / 1024} KiB per append, ${RUNS} run(s) per implementation`);
 for (let run = 0; run < RUNS; run++) {
   // Alternate which implementation goes first.
@@ -263,4 +270,16 @@ for (const f of [go, ts]) if (f) rows.push([f.impl === 'go' ? 'Go brokers' : 'ou
 if (go && ts) rows.push(['ours / Go', fmt(ts.appendMBs / go.appendMBs, 2), fmt(ts.appendCpu / go.appendCpu, 2), fmt(ts.readMBs / go.readMBs, 2), fmt(ts.readCpu / go.readCpu, 2), fmt(ts.peakMiB / go.peakMiB, 2)]);
 console.log('\n' + table(rows));
 if (go && ts) console.log(`\nratios (targets >= 1.0): appends ${fmt(ts.appendMBs / go.appendMBs, 2)} of Go, reads ${fmt(ts.readMBs / go.readMBs, 2)} of Go`);
+resultsFiles.section();
+const cpu0 = cpus()[0];
+const machine = `machine: ${cpus().length} CPU(s) (nproc), ${cpu0?.model ?? 'unknown'}; node ${process.version}; ${process.platform} ${process.arch}`;
+const repo = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
+if ((process.env.BENCH_RESULTS_DIR || '') !== 'none') {
+  resultsFiles.write(process.env.BENCH_RESULTS_DIR || join(repo, 'bench', 'results'), {
+    machine,
+    repo,
+    failures: ok ? [] : ['a run failed (see its error above)'],
+    command: 'node dist/bench/brokers.js',
+  });
+}
 process.exit(ok && go && ts ? 0 : 1);

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 
 import { JournalClient } from '../src/lib/client/index.js';
-import { nativeInflate, nativeInflateMissing } from '../src/lib/client/native-inflate.js';
+import { nativeInflate, nativeInflateMissing } from '../src/lib/client/direct/native-inflate.js';
 import { nanosToDuration } from '../src/lib/protocol/duration.js';
 import { CompressionCodec, JournalSpec } from '../src/lib/protocol/gen/broker/protocol.js';
 import { haveS3Server, pollUntil, startCluster, startS3, waitForJournalsAssigned, type Cluster } from '../src/testing/index.js';
@@ -33,6 +33,41 @@ export interface DirectBenchOptions {
   timeoutMs: number;
   /** Reports a failure (the figures are printed anyway). */
   fail: (msg: string) => void;
+  /**
+   * More ways to run ours, timed in the same rounds (interleaved with the two tools): to compare
+   * builds or switches on one cluster, under the same load. Parsed from BENCH_DIRECT_VARIANTS by
+   * parseVariants.
+   */
+  variants?: DirectVariant[];
+}
+
+/** Ours run another way: another executable (`bin`) and/or extra environment variables. */
+export interface DirectVariant {
+  label: string;
+  bin?: string;
+  env: Record<string, string>;
+}
+
+/**
+ * BENCH_DIRECT_VARIANTS: `label:KEY=V,KEY=V;label2:bin=/path/to/gazctl,KEY=V` (`bin=` names
+ * another build's bin/gazctl). Throws on a malformed entry.
+ */
+export function parseVariants(spec: string | undefined): DirectVariant[] {
+  if (!spec?.trim()) return [];
+  return spec.split(';').map((entry) => {
+    const m = /^\s*([^:=;]+):(.*)$/.exec(entry);
+    if (!m) throw new Error(`BENCH_DIRECT_VARIANTS: expected label:KEY=V,... in ${JSON.stringify(entry)}`);
+    const v: DirectVariant = { label: m[1]!.trim(), env: {} };
+    for (const kv of m[2]!.split(',').filter((x) => x.trim())) {
+      const eq = kv.indexOf('=');
+      if (eq <= 0) throw new Error(`BENCH_DIRECT_VARIANTS: expected KEY=V in ${JSON.stringify(kv)}`);
+      const k = kv.slice(0, eq).trim();
+      const val = kv.slice(eq + 1).trim();
+      if (k === 'bin') v.bin = val;
+      else v.env[k] = val;
+    }
+    return v;
+  });
 }
 
 const JOURNAL = 'bench/direct';
@@ -124,7 +159,9 @@ async function benchDirectOn(
   });
   const store = s3 ? s3.storeUrl('direct/') : 'file:///';
   let client = new JournalClient({ address: cluster.brokerAddress });
-  const results: Record<'ours' | 'go', { mbps: number; wallS: number; cpuS?: number; rssMiB?: number; serverCpuS?: number }[]> = { ours: [], go: [] };
+  type Run = { mbps: number; wallS: number; cpuS?: number; rssMiB?: number; serverCpuS?: number };
+  const results: Record<'ours' | 'go', Run[]> = { ours: [], go: [] };
+  const variantRuns = new Map<string, Run[]>();
   try {
     await client.apply([{ expect_mod_revision: 0n, upsert: spec(CompressionCodec.NONE, store), delete: '' }]);
     await waitForJournalsAssigned(cluster, [JOURNAL], 30_000);
@@ -193,13 +230,22 @@ async function benchDirectOn(
       if (ok) console.log(`  ${line} = input`);
       else o.fail(`${line}; expected ${size} bytes, sha256 ${sha256.slice(0, 12)}…${r.stderr ? `\n     ${r.stderr.trim().split('\n').slice(-3).join('\n     ')}` : ''}`);
     }
+    const variants = o.variants ?? [];
+    for (const v of variants) variantRuns.set(v.label, []);
+    // Each round runs every variant once; the order rotates so none always runs first.
+    type Slot = { tool: 'ours' | 'go'; variant?: DirectVariant };
+    const slots: Slot[] = [{ tool: 'ours' }, { tool: 'go' }, ...variants.map((variant) => ({ tool: 'ours' as const, variant }))];
     for (let r = 0; r < o.runs; r++) {
-      for (const tool of r % 2 === 0 ? (['ours', 'go'] as const) : (['go', 'ours'] as const)) {
-        const offsetsOut = join(o.work, `direct-offsets-${tool}-${r}.json`);
-        const [cmd, a] = o.command(tool, args(offsetsOut));
+      const turn = slots.length === 2 ? (r % 2 === 0 ? slots : [...slots].reverse()) : [...slots.slice(r % slots.length), ...slots.slice(0, r % slots.length)];
+      for (const { tool, variant } of turn) {
+        const name = variant ? `${LABEL.ours} [${variant.label}]` : LABEL[tool];
+        const offsetsOut = join(o.work, `direct-offsets-${tool}-${variant?.label.replace(/\W+/g, '_') ?? ''}-${r}.json`);
+        let [cmd, a] = o.command(tool, args(offsetsOut));
+        if (variant?.bin) cmd = variant.bin;
+        const runEnv = variant ? { ...env, ...variant.env } : env;
         // The test S3 server shares the machine's cores: its CPU time over the run is printed too.
         const s0 = procCpuSeconds(s3?.process.pid);
-        const res = await runTimed(cmd, a, { env, cwd: o.work, stdout: 'devnull', timeoutMs: o.timeoutMs, statsFile: join(o.work, 'direct-time.txt') });
+        const res = await runTimed(cmd, a, { env: runEnv, cwd: o.work, stdout: 'devnull', timeoutMs: o.timeoutMs, statsFile: join(o.work, 'direct-time.txt') });
         const s1 = procCpuSeconds(s3?.process.pid);
         let reached: number | undefined;
         try {
@@ -208,7 +254,7 @@ async function benchDirectOn(
           /* reported below */
         }
         if (res.code !== 0 || reached !== size) {
-          o.fail(`direct ${LABEL[tool]} run ${r + 1}: exit ${res.code}, offset reached ${reached}, expected ${size}${res.stderr ? `: ${res.stderr.trim().split('\n').at(-1)}` : ''}`);
+          o.fail(`direct ${name} run ${r + 1}: exit ${res.code}, offset reached ${reached}, expected ${size}${res.stderr ? `: ${res.stderr.trim().split('\n').at(-1)}` : ''}`);
           continue;
         }
         const run = {
@@ -218,9 +264,10 @@ async function benchDirectOn(
           rssMiB: res.cpu ? res.cpu.maxRssKiB / 1024 : undefined,
           serverCpuS: s0 !== undefined && s1 !== undefined ? s1 - s0 : undefined,
         };
-        results[tool].push(run);
+        if (variant) variantRuns.get(variant.label)!.push(run);
+        else results[tool].push(run);
         console.log(
-          `  direct ${LABEL[tool].padEnd(9)} run ${r + 1}: ${fmt(run.wallS, 2)} s  ${fmt(run.mbps)} MB/s` +
+          `  direct ${name.padEnd(9)} run ${r + 1}: ${fmt(run.wallS, 2)} s  ${fmt(run.mbps)} MB/s` +
             (run.cpuS !== undefined ? `  (client CPU ${fmt(run.cpuS, 2)} s, peak RSS ${fmt(run.rssMiB, 0)} MiB)` : '') +
             (run.serverCpuS !== undefined ? `  S3 server CPU ${fmt(run.serverCpuS, 2)} s` : ''),
         );
@@ -256,4 +303,21 @@ async function benchDirectOn(
       ],
     ]),
   );
+  if (variantRuns.size > 0) {
+    const base = results.ours;
+    const med = (xs: Run[], f: (r: Run) => number | undefined) => median(xs.map((r) => f(r) ?? NaN));
+    const rows: string[][] = [['ours, run as', 'wall s median', 'client CPU s median', 'peak RSS MiB', 'wall / default', 'CPU / default']];
+    for (const [label, xs] of [['default', base] as const, ...variantRuns]) {
+      rows.push([
+        label,
+        fmt(med(xs, (r) => r.wallS), 3),
+        fmt(med(xs, (r) => r.cpuS), 3),
+        fmt(med(xs, (r) => r.rssMiB), 0),
+        fmt(med(xs, (r) => r.wallS) / med(base, (r) => r.wallS), 3),
+        fmt(med(xs, (r) => r.cpuS) / med(base, (r) => r.cpuS), 3),
+      ]);
+    }
+    console.log(`\n== direct variants, ${kind}:// store (interleaved in the same rounds)`);
+    console.log(table(rows));
+  }
 }

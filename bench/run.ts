@@ -52,6 +52,10 @@
 //   BENCH_TXN_SIZE    --max-txn-size of `apply` (default 100)
 //   BENCH_SCALE_RUNS  timed runs per tool (and format) for list and apply (default 3)
 //   BENCH_LINE_BYTES  average input line length (default 100)
+//   BENCH_RESULTS_DIR where to write one results file per benchmark run (default bench/results;
+//                     `none`: no files)
+//   BENCH_DIRECT_VARIANTS  more ways to run ours in the direct benchmark's rounds, e.g.
+//                     `zlib:GAZCTL_NATIVE_INFLATE=0;before:bin=/tmp/old/bin/gazctl`
 // MB/s figures are 10^6 bytes per second; sizes are MiB. Runs alternate which tool goes first, and
 // before each timed read or append the machine settles (sync, then the broker idle: bench/util.ts).
 // Exit code: 0 when every measurement ran and verified, 1 otherwise (figures are still printed).
@@ -59,7 +63,7 @@
 import { spawnSync } from 'node:child_process';
 import { cpus, tmpdir } from 'node:os';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 
@@ -86,7 +90,8 @@ import {
   type RunOptions,
   type RunResult,
 } from './util.js';
-import { benchDirect } from './direct.js';
+import { benchDirect, parseVariants } from './direct.js';
+import { BenchResults } from './results.js';
 import { benchShards, printShardsSummary, whichOurs, type ShardsPart, type ShardsResult } from './shards.js';
 
 // ---- configuration -------------------------------------------------------------------------------
@@ -103,6 +108,16 @@ function intEnv(name: string, dflt: number, min: number): number {
 }
 
 const SIZE_MB = intEnv('BENCH_SIZE_MB', 1024, 1);
+/** What each benchmark printed, for its results file (bench/results.ts). */
+const resultsFiles = new BenchResults();
+const DIRECT_VARIANTS = (() => {
+  try {
+    return parseVariants(process.env.BENCH_DIRECT_VARIANTS);
+  } catch (e) {
+    console.error((e as Error).message);
+    process.exit(2);
+  }
+})();
 const SIZE = SIZE_MB * 1024 * 1024;
 const RUNS = intEnv('BENCH_RUNS', 3, 1);
 const COLD_RUNS = intEnv('BENCH_COLD_RUNS', 15, 1);
@@ -543,6 +558,7 @@ async function benchApply(cluster: Cluster, env: NodeJS.ProcessEnv, cwd: string)
 // ---- report ------------------------------------------------------------------------------------------
 
 function report(machine: string, elapsedS: number): void {
+  resultsFiles.section(...['read', 'append'].filter((n) => ONLY.has(n)));
   console.log(`\n== summary (${SIZE_MB} MiB, ${RUNS} run(s) per tool; MB/s = 10^6 B/s; ratio = ours / Go)`);
   console.log(machine);
   const rows: string[][] = [
@@ -582,6 +598,7 @@ function report(machine: string, elapsedS: number): void {
   }
   if (rssRows.length > 1) console.log('\n' + table(rssRows));
 
+  resultsFiles.section(...['list', 'apply'].filter((n) => ONLY.has(n)));
   if (scale.size) {
     const rowsS: string[][] = [['at scale', 'ours median s', 'Go median s', 'ratio ours/Go', 'CPU s ours/Go', 'peak RSS MiB ours/Go']];
     for (const [label, rec] of scale) {
@@ -599,7 +616,9 @@ function report(machine: string, elapsedS: number): void {
     }
     console.log('\n' + table(rowsS));
   }
+  resultsFiles.section(...SHARDS_PARTS);
   printShardsSummary(shardsResults);
+  resultsFiles.section('cold');
 
   for (const [label, times] of cold) {
     const rowsC: string[][] = [[`cold start (${label}): journals list --help`, 'median s', 'p90 s', 'min s']];
@@ -615,6 +634,7 @@ function report(machine: string, elapsedS: number): void {
         `ours - floor ${fmt((om - median(times.floor)) / 1000, 3)} s; target median < 0.3 s: ${om < 300 ? 'ok' : 'MISSED'}`,
     );
   }
+  resultsFiles.section();
   console.log(`\nbench took ${fmt(elapsedS, 0)} s${failures.length ? `; ${failures.length} failure(s):\n  - ${failures.join('\n  - ')}` : ''}`);
 }
 
@@ -636,9 +656,11 @@ async function main(): Promise<void> {
   const baseEnv = scrubEnv(process.env, ['BROKER_', 'CONSUMER_', 'LOG_', 'ZONE', 'NODE_OPTIONS', 'GAZ_']);
   let cluster: Cluster | undefined;
   try {
-    if (ONLY.has('cold')) await benchColdStart(baseEnv, work);
+    if (ONLY.has('cold')) await resultsFiles.during('cold', () => benchColdStart(baseEnv, work));
     if (ONLY.has('direct')) {
-      await benchDirect({ sizeMb: SIZE_MB, runs: RUNS, lineBytes: LINE_BYTES, command, env: baseEnv, work, timeoutMs: RUN_TIMEOUT_MS, fail });
+      await resultsFiles.during('direct', () =>
+        benchDirect({ sizeMb: SIZE_MB, runs: RUNS, lineBytes: LINE_BYTES, command, env: baseEnv, work, timeoutMs: RUN_TIMEOUT_MS, fail, variants: DIRECT_VARIANTS }),
+      );
     }
     if (SHARDS_PARTS.size) {
       shardsResults = await benchShards({ parts: SHARDS_PARTS, runs: SHARDS_RUNS, shards: SHARDS, fragments: PRUNE_FRAGMENTS, command, env: baseEnv, work, fail });
@@ -664,10 +686,10 @@ async function main(): Promise<void> {
       );
       const env = { ...baseEnv, BROKER_ADDRESS: cluster.brokerAddress };
 
-      if (ONLY.has('list')) await benchList(cluster, env, work);
-      if (ONLY.has('apply')) await benchApply(cluster, env, work);
+      if (ONLY.has('list')) await resultsFiles.during('list', () => benchList(cluster!, env, work));
+      if (ONLY.has('apply')) await resultsFiles.during('apply', () => benchApply(cluster!, env, work));
 
-      if (ONLY.has('append')) await benchAppend(baseEnv, work, file, input);
+      if (ONLY.has('append')) await resultsFiles.during('append', () => benchAppend(baseEnv, work, file, input));
       if (ONLY.has('read')) {
         // A journal filled with Go gazctl (untimed) and checked against the input.
         const readJournal = 'bench/read';
@@ -680,7 +702,7 @@ async function main(): Promise<void> {
         if (r.code !== 0) throw new Error(`filling ${readJournal} failed (exit ${r.code}):\n${r.stderr}`);
         console.log(`\nfilled ${readJournal} with Go gazctl in ${fmt((performance.now() - f0) / 1000, 1)} s`);
         if (!(await verifyJournal(readJournal, env, work, input))) throw new Error(`${readJournal} does not hold the input`);
-        await benchRead(cluster, env, work, readJournal, input);
+        await resultsFiles.during('read', () => benchRead(cluster!, env, work, readJournal, input));
       }
     }
   } catch (err) {
@@ -691,6 +713,12 @@ async function main(): Promise<void> {
     unregister();
   }
   report(`machine: nproc ${cpus().length}, node ${process.version}`, (performance.now() - t0) / 1000);
+  // One results file per benchmark that ran (BENCH_RESULTS_DIR=none: none written).
+  const resultsDir = process.env.BENCH_RESULTS_DIR || join(REPO, 'bench', 'results');
+  if (resultsDir !== 'none') {
+    const written = resultsFiles.write(resultsDir, { machine, repo: REPO, failures, command: 'npm run bench' });
+    if (written.length) console.log(`results: ${written.map((p) => relative(REPO, p)).join(', ')}`);
+  }
   process.exitCode = failures.length ? 1 : 0;
 }
 
