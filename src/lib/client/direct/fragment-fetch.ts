@@ -252,7 +252,7 @@ class FileSource implements FragmentSource {
   /**
    * Reads issued ahead of next(), in file order (at most READS_IN_FLIGHT). A copy out of the page
    * cache runs on one pool thread; with two of a file's reads in flight, the fragments open at
-   * once keep all of the pool's threads copying (docs/direct-reads.md, "How the bytes move").
+   * once keep all of the pool's threads copying (figures in bench/results/direct.md).
    */
   private readonly inFlight: { buf: Buffer; n: number; done: Promise<number> }[] = [];
   /** Where the next read issued ahead starts, and the expected bytes after it. */
