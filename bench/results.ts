@@ -106,8 +106,8 @@ function trimBlank(lines: string[]): string[] {
 /** The commit the benchmark ran on, marked dirty when the tree had changes. */
 function gitDescribe(repo: string): string {
   try {
-    const head = execFileSync('git', ['-C', repo, 'log', '-1', '--format=%h %s'], { encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['-C', repo, 'status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim() !== '';
+    const head = execFileSync('git', ['-C', repo, 'log', '-1', '--format=%h %s'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const dirty = execFileSync('git', ['-C', repo, 'status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() !== '';
     return dirty ? `${head} (with uncommitted changes)` : head;
   } catch {
     return 'unknown (not a git checkout)';
