@@ -4,23 +4,17 @@
 // * GZIP: one RFC 1952 gzip member (readers accept several concatenated members too).
 // * GZIP_OFFLOAD_DECOMPRESSION: the same gzip bytes; the persister stores them with
 //   `Content-Encoding: gzip` so that the store serves them decompressed.
-// * SNAPPY: the Snappy framing format (snappy-encode.ts).
-// * ZSTANDARD: the running Node's zlib zstd compressor when it has one, otherwise our own frame
-//   writer (zstd-encode.ts; valid zstd, compressing less than libzstd).
+// * SNAPPY: the Snappy framing format (snappy-encode.ts), blocks from the native `snappy`.
+// * ZSTANDARD: frames of libzstd at the Go broker's level, through `@mongodb-js/zstd`
+//   (zstd-encode.ts); stored zstd blocks where that cannot load.
 import { PassThrough, Readable, type Transform } from 'node:stream';
 import * as zlib from 'node:zlib';
 import { pipeline } from 'node:stream/promises';
 
 import { CompressionCodec } from '../protocol/gen/broker/protocol.js';
+import { zstdFrames } from './backends.js';
 import { SnappyFramedEncoder } from './snappy-encode.js';
-import { ZstdFrameEncoder } from './zstd-encode.js';
-
-type ZstdCompressFactory = () => Transform;
-
-function nativeZstd(): ZstdCompressFactory | undefined {
-  const f = (zlib as unknown as { createZstdCompress?: ZstdCompressFactory }).createZstdCompress;
-  return typeof f === 'function' ? () => f.call(zlib) : undefined;
-}
+import { ZstdCompressor } from './zstd-encode.js';
 
 /** Whether `compressor(codec)` produces output that actually shrinks compressible input. */
 export function compressesFor(codec: CompressionCodec): boolean {
@@ -30,7 +24,7 @@ export function compressesFor(codec: CompressionCodec): boolean {
     case CompressionCodec.SNAPPY:
       return true;
     case CompressionCodec.ZSTANDARD:
-      return true;
+      return zstdFrames() !== undefined;
     default:
       return false;
   }
@@ -61,7 +55,7 @@ export function compressor(codec: CompressionCodec): Transform {
     case CompressionCodec.SNAPPY:
       return new SnappyFramedEncoder();
     case CompressionCodec.ZSTANDARD:
-      return (nativeZstd() ?? (() => new ZstdFrameEncoder()))();
+      return new ZstdCompressor();
     default:
       throw new Error(`no encoder for codec ${CompressionCodec[codec] ?? codec}`);
   }

@@ -11,10 +11,10 @@ import { SnappyFramedDecoder } from './snappy.js';
 import { ZstdDecoder } from './zstd.js';
 
 export { ZstdDecoder, ZstdError } from './zstd.js';
-export { decodeSnappyBlock, SnappyFramedDecoder, SnappyError, crc32c, maskedCrc32c } from './snappy.js';
+export { decodeSnappyBlock, SnappyFramedDecoder, SnappyError, crc32c, maskedCrc32c, SNAPPY_CHUNK_MAX } from './snappy.js';
 export { encodeSnappyBlock, snappyFramedChunk, SnappyFramedEncoder, SNAPPY_STREAM_IDENTIFIER } from './snappy-encode.js';
-export { ZstdFrameEncoder, ZSTD_BLOCK_MAX } from './zstd-encode.js';
-export { Xxh64, xxh64 } from './xxh64.js';
+export { storedZstdFrame, ZstdCompressor, ZSTD_FRAME_BYTES, ZSTD_LEVEL } from './zstd-encode.js';
+export { codecBackends, setPortableCodecs } from './backends.js';
 export { compressor, compressBuffer, canEncode, compressesFor } from './compress.js';
 
 /**

@@ -1,7 +1,11 @@
 // Snappy decompression for fragment files written with the SNAPPY codec: the framing format
-// (stream identifier, compressed/uncompressed data chunks with masked CRC-32C) around the raw
-// Snappy block format. Decoding only; brokers are the ones that compress.
+// (stream identifier chunk "sNaPpY"; data chunks of at most 64 KiB of content, each either a raw
+// snappy block (type 0x00) or stored bytes (0x01), prefixed by the masked CRC-32C of the
+// content; skippable chunks 0x80-0xfe; 0x02-0x7f reserved and fatal) around the raw snappy
+// block format. The framing is ours; blocks and checksums are the native packages' (backends.ts).
 import { Transform, type TransformCallback } from 'node:stream';
+
+import { crc32c as crc32cImpl, snappyBlocks } from './backends.js';
 
 export class SnappyError extends Error {
   constructor(message: string) {
@@ -10,8 +14,15 @@ export class SnappyError extends Error {
   }
 }
 
-/** Decodes one raw Snappy block (varint length, then literals and back-references). */
-export function decodeSnappyBlock(src: Uint8Array): Buffer {
+/** Largest uncompressed data chunk the framing format allows. */
+export const SNAPPY_CHUNK_MAX = 65536;
+
+/**
+ * Decodes one raw Snappy block (varint length, then literals and back-references) with the
+ * block codec in use (backends.ts). The length is checked against `maxLength` before anything
+ * is allocated, so a corrupt header cannot ask for gigabytes.
+ */
+export function decodeSnappyBlock(src: Uint8Array, maxLength = 0xffffffff): Buffer {
   let pos = 0;
   let n = 0;
   let shift = 0;
@@ -22,91 +33,25 @@ export function decodeSnappyBlock(src: Uint8Array): Buffer {
     if (b < 0x80) break;
     shift += 7;
   }
-  if (n > 0xffffffff) throw new SnappyError('block too large');
-  const dst = Buffer.allocUnsafe(n);
-  let d = 0;
-  while (pos < src.length) {
-    const tag = src[pos++]!;
-    const kind = tag & 3;
-    if (kind === 0) {
-      let len = tag >>> 2;
-      if (len >= 60) {
-        const extra = len - 59;
-        if (pos + extra > src.length) throw new SnappyError('corrupt literal');
-        len = 0;
-        for (let i = 0; i < extra; i++) len += src[pos + i]! * 2 ** (8 * i);
-        pos += extra;
-      }
-      len += 1;
-      if (pos + len > src.length || d + len > n) throw new SnappyError('corrupt literal');
-      dst.set(src.subarray(pos, pos + len), d);
-      pos += len;
-      d += len;
-      continue;
-    }
-    let len: number;
-    let off: number;
-    if (kind === 1) {
-      if (pos >= src.length) throw new SnappyError('corrupt copy');
-      len = ((tag >>> 2) & 7) + 4;
-      off = ((tag >>> 5) << 8) | src[pos++]!;
-    } else if (kind === 2) {
-      if (pos + 2 > src.length) throw new SnappyError('corrupt copy');
-      len = (tag >>> 2) + 1;
-      off = src[pos]! | (src[pos + 1]! << 8);
-      pos += 2;
-    } else {
-      if (pos + 4 > src.length) throw new SnappyError('corrupt copy');
-      len = (tag >>> 2) + 1;
-      off = (src[pos]! | (src[pos + 1]! << 8) | (src[pos + 2]! << 16)) + src[pos + 3]! * 0x1000000;
-      pos += 4;
-    }
-    if (off === 0 || off > d || d + len > n) throw new SnappyError('corrupt copy');
-    if (off >= len) {
-      dst.copyWithin(d, d - off, d - off + len);
-      d += len;
-    } else {
-      // Overlapping copy: repeat the pattern byte by byte.
-      for (let i = 0; i < len; i++, d++) dst[d] = dst[d - off]!;
-    }
+  if (n > maxLength) throw new SnappyError(`block of ${n} bytes exceeds ${maxLength}`);
+  let out: Buffer;
+  try {
+    out = snappyBlocks().uncompress(src);
+  } catch (e) {
+    throw new SnappyError(`corrupt block (${e instanceof Error ? e.message : String(e)})`);
   }
-  if (d !== n) throw new SnappyError(`block decoded to ${d} bytes, header said ${n}`);
-  return dst;
+  if (out.length !== n) throw new SnappyError(`block decoded to ${out.length} bytes, header said ${n}`);
+  return out;
 }
-
-const CRC32C_TABLE = (() => {
-  const t = new Int32Array(256 * 4);
-  for (let i = 0; i < 256; i++) {
-    let c = i;
-    for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0x82f63b78 : c >>> 1;
-    t[i] = c;
-  }
-  for (let i = 0; i < 256; i++) {
-    for (let s = 1; s < 4; s++) {
-      const prev = t[(s - 1) * 256 + i]!;
-      t[s * 256 + i] = (prev >>> 8) ^ t[prev & 0xff]!;
-    }
-  }
-  return t;
-})();
 
 /** CRC-32C (Castagnoli) of `buf`. */
 export function crc32c(buf: Uint8Array): number {
-  const t = CRC32C_TABLE;
-  let c = ~0;
-  let i = 0;
-  const n4 = buf.length - (buf.length % 4);
-  for (; i < n4; i += 4) {
-    c ^= buf[i]! | (buf[i + 1]! << 8) | (buf[i + 2]! << 16) | (buf[i + 3]! << 24);
-    c = t[768 + (c & 0xff)]! ^ t[512 + ((c >>> 8) & 0xff)]! ^ t[256 + ((c >>> 16) & 0xff)]! ^ t[(c >>> 24) & 0xff]!;
-  }
-  for (; i < buf.length; i++) c = t[(c ^ buf[i]!) & 0xff]! ^ (c >>> 8);
-  return ~c >>> 0;
+  return crc32cImpl(buf, 0);
 }
 
 /** The framing format's masked checksum of `data`. */
 export function maskedCrc32c(data: Uint8Array): number {
-  const c = crc32c(data);
+  const c = crc32cImpl(data, 0);
   return ((((c >>> 15) | (c << 17)) >>> 0) + 0xa282ead8) >>> 0;
 }
 
@@ -153,7 +98,8 @@ export class SnappyFramedDecoder extends Transform {
     if (type === 0x00 || type === 0x01) {
       if (body.length < 4) throw new SnappyError('short data chunk');
       const want = body.readUInt32LE(0);
-      const data = type === 0x00 ? decodeSnappyBlock(body.subarray(4)) : body.subarray(4);
+      const data = type === 0x00 ? decodeSnappyBlock(body.subarray(4), SNAPPY_CHUNK_MAX) : body.subarray(4);
+      if (data.length > SNAPPY_CHUNK_MAX) throw new SnappyError('data chunk too large');
       if (this.verifyChecksums && maskedCrc32c(data) !== want) throw new SnappyError('checksum mismatch');
       if (data.length) this.push(data);
       return;
