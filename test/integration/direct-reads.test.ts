@@ -1,7 +1,8 @@
 // Direct reads of persisted fragments against a reference Go broker: parallel runs from a
 // file:// store and from the real S3 server (broker-signed URLs), the time-window read
-// (`journals read --from --to`, fragment mod times set with utimes on the file store), and
-// `journals fragments --verify` finding exactly the objects whose stored bytes were altered.
+// (`journals read --from --to`, fragment mod times set with utimes on the file store),
+// `journals fragments --verify` finding exactly the objects whose stored bytes were altered, and
+// the Go broker's SNAPPY and ZSTANDARD fragments read and verified with our decoders.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readFileSync, utimesSync, writeFileSync } from 'node:fs';
@@ -47,10 +48,21 @@ function textData(rand: () => number, size: number): Buffer {
 /**
  * Writes a journal of NONE fragments, then (after switching its spec to GZIP) GZIP fragments,
  * then a tail left in the spool; waits until the broker lists every rolled fragment as persisted.
- * Returns the journal's content and its persisted fragments.
+ * Returns the journal's content and its persisted fragments. `phases` replaces the NONE and
+ * GZIP runs by runs of other codecs.
  */
-async function writeMixedJournal(client: JournalClient, cluster: Cluster, name: string, store: string, seed: number): Promise<{ data: Buffer; persisted: Fragment[] }> {
-  await client.apply([{ expect_mod_revision: 0n, upsert: specOf(name, store, CompressionCodec.NONE), delete: '' }]);
+async function writeMixedJournal(
+  client: JournalClient,
+  cluster: Cluster,
+  name: string,
+  store: string,
+  seed: number,
+  phases: [CompressionCodec, number[]][] = [
+    [CompressionCodec.NONE, NONE_SIZES],
+    [CompressionCodec.GZIP, GZIP_SIZES],
+  ],
+): Promise<{ data: Buffer; persisted: Fragment[] }> {
+  await client.apply([{ expect_mod_revision: 0n, upsert: specOf(name, store, phases[0]![0]), delete: '' }]);
   await waitForJournalsAssigned(cluster, [name], 30_000);
   const rand = prng(seed);
   const parts: Buffer[] = [];
@@ -61,20 +73,23 @@ async function writeMixedJournal(client: JournalClient, cluster: Cluster, name: 
     await a.commit();
     parts.push(b);
   };
-  for (const s of NONE_SIZES) await append(s);
-  const listed = await client.list({ include: { labels: [{ name: 'name', value: name, prefix: false }] }, exclude: { labels: [] } });
-  const rev = listed.journals[0]!.mod_revision;
-  await client.apply([{ expect_mod_revision: rev, upsert: specOf(name, store, CompressionCodec.GZIP), delete: '' }]);
-  // The broker picks up the new spec before the next fragment starts.
-  await pollUntil('the GZIP spec to reach the broker', async () => {
-    const l = await client.list({ include: { labels: [{ name: 'name', value: name, prefix: false }] }, exclude: { labels: [] } });
-    return l.journals[0]!.spec!.fragment!.compression_codec === CompressionCodec.GZIP;
-  }, { timeoutMs: 10_000, intervalMs: 100 });
-  await new Promise((r) => setTimeout(r, 1500));
-  for (const s of GZIP_SIZES) await append(s);
+  for (const [i, [codec, sizes]] of phases.entries()) {
+    if (i > 0) {
+      const listed = await client.list({ include: { labels: [{ name: 'name', value: name, prefix: false }] }, exclude: { labels: [] } });
+      const rev = listed.journals[0]!.mod_revision;
+      await client.apply([{ expect_mod_revision: rev, upsert: specOf(name, store, codec), delete: '' }]);
+      // The broker picks up the new spec before the next fragment starts.
+      await pollUntil(`the ${CompressionCodec[codec]} spec to reach the broker`, async () => {
+        const l = await client.list({ include: { labels: [{ name: 'name', value: name, prefix: false }] }, exclude: { labels: [] } });
+        return l.journals[0]!.spec!.fragment!.compression_codec === codec;
+      }, { timeoutMs: 10_000, intervalMs: 100 });
+      await new Promise((r) => setTimeout(r, 1500));
+    }
+    for (const s of sizes) await append(s);
+  }
   await append(TAIL);
   const data = Buffer.concat(parts);
-  const want = NONE_SIZES.length + GZIP_SIZES.length;
+  const want = phases.reduce((n, [, sizes]) => n + sizes.length, 0);
   let persisted: Fragment[] = [];
   await pollUntil(
     `${name}: rolled fragments persisted`,
@@ -85,8 +100,7 @@ async function writeMixedJournal(client: JournalClient, cluster: Cluster, name: 
     },
     { timeoutMs: 30_000, intervalMs: 200 },
   );
-  assert.ok(persisted.some((f) => f.compression_codec === CompressionCodec.GZIP), 'some GZIP fragments');
-  assert.ok(persisted.some((f) => f.compression_codec === CompressionCodec.NONE), 'some NONE fragments');
+  for (const [codec] of phases) assert.ok(persisted.some((f) => f.compression_codec === codec), `some ${CompressionCodec[codec]} fragments`);
   return { data, persisted };
 }
 
@@ -246,6 +260,24 @@ describe('direct reads from a file:// store (reference Go broker)', { timeout: 2
     assert.match(rawOut.reason, new RegExp(`its name says ${sha1(v.data.subarray(Number(raw.begin), Number(raw.end)))}`));
     assert.equal(rawOut.path, fragmentContentPath(raw));
     assert.ok(['sum', 'unreadable'].includes(failed.find((f) => f.begin === Number(gzf.begin))!.problem));
+  });
+
+  test("the Go broker's SNAPPY and ZSTANDARD fragments: journals read (direct and proxied) and fragments --verify decode them", async () => {
+    const c = await writeMixedJournal(client, cluster, 'direct/codecs', 'file:///', 41, [
+      [CompressionCodec.SNAPPY, [6000, 2500, 7000]],
+      [CompressionCodec.ZSTANDARD, [5000, 8000, 3000]],
+    ]);
+    for (const f of c.persisted) {
+      const stored = readFileSync(join(cluster.fileRoot, fragmentContentPath(f))).length;
+      assert.ok(stored < Number(f.end - f.begin), `${CompressionCodec[f.compression_codec]} [${f.begin}, ${f.end}) is compressed: ${stored} bytes`);
+    }
+    const out = join(tmp.dir, 'codecs.out');
+    await gzOk(cluster, ['journals', 'read', '-l', 'name=direct/codecs', '--broker.cache.size', '16', '--file-root', cluster.fileRoot, '-o', out]);
+    assert.ok(readFileSync(out).equals(c.data), 'direct: every byte once, decoded by our codecs');
+    const proxied = await gzOk(cluster, ['journals', 'read', '-l', 'name=direct/codecs']);
+    assert.ok(proxied.stdout.equals(c.data), 'the same through the broker');
+    const v = await gzOk(cluster, ['journals', 'fragments', '-l', 'name=direct/codecs', '--verify', '--file-root', cluster.fileRoot]);
+    assert.match(v.stdout.toString('utf8'), /^Verified: 6 persisted fragments, 0 failed$/m);
   });
 
   test('--verify without access to a file:// store: every object unreadable, one line, exit 1', async () => {
