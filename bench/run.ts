@@ -26,6 +26,9 @@
 //           run that sends one at a time, the part of its wall time no client can save
 //   direct  a direct read (route cache + --file-root) of a BENCH_SIZE_MB journal of persisted
 //           NONE and GZIP fragments, on a cluster of its own: see bench/direct.ts
+//   codecs  our persister's SNAPPY, ZSTANDARD and GZIP codecs against the Go broker's on the
+//           same BENCH_CODEC_MB of content: ratio, compress and decompress speed, in memory:
+//           see bench/codecs.ts
 //   shards-list  `shards list` of BENCH_SHARDS disabled shards, table and -o yaml, against one
 //           reference Go consumer, on a cluster of its own: see bench/shards.ts
 //   prune-plan   `shards prune-log --dry-run` (Go: `shards prune --dry-run`) of one shard whose
@@ -42,8 +45,9 @@
 //   BENCH_SIZE_MB     data size in MiB (default 1024; a positive integer)
 //   BENCH_RUNS        timed runs per tool for read and append (default 3)
 //   BENCH_COLD_RUNS   timed runs per command for cold start (default 15)
-//   BENCH_ONLY        comma list of read, append, cold, list, apply, direct, shards-list,
+//   BENCH_ONLY        comma list of read, append, cold, list, apply, direct, codecs, shards-list,
 //                     prune-plan, shards (= shards-list,prune-plan) (default all)
+//   BENCH_CODEC_MB    content size of `codecs` in MiB (default 64)
 //   BENCH_SHARDS      shards listed by shards-list (default 10000)
 //   BENCH_PRUNE_FRAGMENTS  fragments of prune-plan's recovery log (default 100000)
 //   BENCH_SHARDS_RUNS timed runs per tool (and format) of shards-list and prune-plan (default 5)
@@ -90,6 +94,7 @@ import {
   type RunOptions,
   type RunResult,
 } from './util.js';
+import { benchCodecs } from './codecs.js';
 import { benchDirect, parseVariants } from './direct.js';
 import { BenchResults } from './results.js';
 import { benchShards, printShardsSummary, whichOurs, type ShardsPart, type ShardsResult } from './shards.js';
@@ -129,7 +134,8 @@ const SCALE_RUNS = intEnv('BENCH_SCALE_RUNS', 3, 1);
 const SHARDS = intEnv('BENCH_SHARDS', 10_000, 1);
 const PRUNE_FRAGMENTS = intEnv('BENCH_PRUNE_FRAGMENTS', 100_000, 1);
 const SHARDS_RUNS = intEnv('BENCH_SHARDS_RUNS', 5, 1);
-const KNOWN = ['read', 'append', 'cold', 'list', 'apply', 'direct', 'shards-list', 'prune-plan'];
+const CODEC_MB = intEnv('BENCH_CODEC_MB', 64, 1);
+const KNOWN = ['read', 'append', 'cold', 'list', 'apply', 'direct', 'codecs', 'shards-list', 'prune-plan'];
 const ONLY = new Set(
   (process.env.BENCH_ONLY || KNOWN.join(','))
     .split(',')
@@ -662,6 +668,7 @@ async function main(): Promise<void> {
         benchDirect({ sizeMb: SIZE_MB, runs: RUNS, lineBytes: LINE_BYTES, command, env: baseEnv, work, timeoutMs: RUN_TIMEOUT_MS, fail, variants: DIRECT_VARIANTS }),
       );
     }
+    if (ONLY.has('codecs')) await resultsFiles.during('codecs', () => benchCodecs({ sizeMb: CODEC_MB, runs: RUNS, work, fail }));
     if (SHARDS_PARTS.size) {
       shardsResults = await benchShards({ parts: SHARDS_PARTS, runs: SHARDS_RUNS, shards: SHARDS, fragments: PRUNE_FRAGMENTS, command, env: baseEnv, work, fail });
     }

@@ -4,7 +4,9 @@
 # refused with "old cluster version"), and versitygw, an S3-compatible server with a posix
 # backend used to test S3 fragment stores. It also builds sum-consumer, our own small Go
 # consumer application (scripts/peers/sum-consumer/main.go, see docs/test-consumer.md), and
-# seq-oracle (scripts/peers/seq-oracle/main.go, Gazette's sequencer for differential tests), against
+# seq-oracle (scripts/peers/seq-oracle/main.go, Gazette's sequencer for differential tests) and
+# codec-bench (scripts/peers/codec-bench/main.go, the Go broker's fragment codecs timed for
+# bench/codecs.ts), against
 # the same Gazette version. Binaries land in $GAZCTL_PEERS_DIR (default ~/.cache/gazctl-peers)
 # and are reused when already built (sum-consumer: while its source is unchanged).
 set -euo pipefail
@@ -86,6 +88,23 @@ if [ ! -x "$BIN/versitygw" ] || [ "$(cat "$BIN/.versitygw-version" 2>/dev/null)"
   build_module "$PEERS_DIR/src-versitygw" github.com/versity/versitygw "$VERSITYGW_VERSION" \
     github.com/versity/versitygw/cmd/versitygw
   echo "$VERSITYGW_VERSION" > "$BIN/.versitygw-version"
+fi
+
+# codec-bench: our Go program timing the Go broker's fragment codecs for bench/codecs.ts
+# (scripts/peers/codec-bench/main.go), built like sum-consumer above.
+CODEC_SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/peers/codec-bench/main.go"
+codec_stamp="$GAZETTE_VERSION $(sha256sum "$CODEC_SRC" | cut -d' ' -f1)"
+if [ ! -x "$BIN/codec-bench" ] || [ "$(cat "$BIN/.codec-bench-source" 2>/dev/null)" != "$codec_stamp" ]; then
+  echo "building codec-bench against gazette $GAZETTE_VERSION ..." >&2
+  mkdir -p "$PEERS_DIR/src-codec-bench"
+  (
+    cd "$PEERS_DIR/src-codec-bench"
+    printf 'module codecbench\n\ngo 1.24\n\nrequire go.gazette.dev/core %s\n' "$GAZETTE_VERSION" > go.mod
+    cp "$CODEC_SRC" main.go
+    GOFLAGS=-mod=mod go mod tidy
+    GOFLAGS=-mod=mod go build -o "$BIN/codec-bench" .
+  )
+  echo "$codec_stamp" > "$BIN/.codec-bench-source"
 fi
 
 # The first line of etcd's version, without a pipe: under pipefail, `etcd --version | head -1`

@@ -8,9 +8,9 @@ import { pipeline, type Readable } from 'node:stream';
 import * as zlib from 'node:zlib';
 import { CompressionCodec } from '../protocol/gen/broker/protocol.js';
 import { SnappyFramedDecoder } from './snappy.js';
-import { ZstdDecoder } from './zstd.js';
+import { zstdDecoder } from './zstd.js';
 
-export { ZstdDecoder, ZstdError } from './zstd.js';
+export { ZstdDecoder, ZstdError, ZstdNativeDecoder, zstdDecoder, ZSTD_NATIVE_FRAME_MAX } from './zstd.js';
 export { decodeSnappyBlock, SnappyFramedDecoder, SnappyError, crc32c, maskedCrc32c, SNAPPY_CHUNK_MAX } from './snappy.js';
 export { encodeSnappyBlock, snappyFramedChunk, SnappyFramedEncoder, SNAPPY_STREAM_IDENTIFIER } from './snappy-encode.js';
 export { storedZstdFrame, ZstdCompressor, ZSTD_FRAME_BYTES, ZSTD_LEVEL } from './zstd-encode.js';
@@ -56,7 +56,7 @@ export function decompressor(codec: CompressionCodec): NodeJS.ReadWriteStream | 
       return new SnappyFramedDecoder();
     case CompressionCodec.ZSTANDARD: {
       const f = zstdFactory();
-      return f ? f({ chunkSize: CHUNK }) : new ZstdDecoder();
+      return f ? f({ chunkSize: CHUNK }) : zstdDecoder();
     }
     case CompressionCodec.NONE:
     case CompressionCodec.GZIP_OFFLOAD_DECOMPRESSION:

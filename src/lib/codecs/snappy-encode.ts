@@ -44,12 +44,16 @@ export class SnappyFramedEncoder extends Transform {
     this.pending.push(chunk);
     this.pendingLength += chunk.length;
     if (this.pendingLength >= CHUNK_MAX) {
-      const all = Buffer.concat(this.pending, this.pendingLength);
+      const all = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.pendingLength);
+      // One push per write rather than per 64 KiB chunk: each push costs the stream machinery
+      // more than copying the chunks together.
+      const out: Buffer[] = [];
       let at = 0;
       while (all.length - at >= CHUNK_MAX) {
-        this.push(snappyFramedChunk(all.subarray(at, at + CHUNK_MAX)));
+        out.push(snappyFramedChunk(all.subarray(at, at + CHUNK_MAX)));
         at += CHUNK_MAX;
       }
+      this.push(out.length === 1 ? out[0]! : Buffer.concat(out));
       const rest = all.subarray(at);
       this.pending = rest.length ? [Buffer.from(rest)] : [];
       this.pendingLength = rest.length;

@@ -68,9 +68,26 @@ export class SnappyFramedDecoder extends Transform {
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
-    const buf = this.pending ? Buffer.concat([this.pending, chunk]) : chunk;
-    this.pending = null;
+    const out: Buffer[] = [];
     try {
+      let buf = chunk;
+      const p = this.pending;
+      this.pending = null;
+      if (p) {
+        if (p.length < 4) buf = Buffer.concat([p, chunk]);
+        else {
+          // Complete the chunk begun in an earlier write from the head of this one, copying only
+          // its own bytes (not the whole write).
+          const len = p[1]! | (p[2]! << 8) | (p[3]! << 16);
+          const need = 4 + len - p.length;
+          if (chunk.length < need) {
+            this.pending = Buffer.concat([p, chunk]);
+            return cb();
+          }
+          this.chunk(p[0]!, Buffer.concat([p.subarray(4), chunk.subarray(0, need)]), out);
+          buf = chunk.subarray(need);
+        }
+      }
       let pos = 0;
       while (buf.length - pos >= 4) {
         const type = buf[pos]!;
@@ -79,16 +96,19 @@ export class SnappyFramedDecoder extends Transform {
         if (buf.length - pos - 4 < len) break;
         const body = buf.subarray(pos + 4, pos + 4 + len);
         pos += 4 + len;
-        this.chunk(type, body);
+        this.chunk(type, body, out);
       }
       if (pos < buf.length) this.pending = Buffer.from(buf.subarray(pos));
-      cb();
     } catch (err) {
-      cb(err as Error);
+      return cb(err as Error);
     }
+    // One push per write rather than per 64 KiB chunk: each push costs the stream machinery
+    // more than copying the chunks together.
+    if (out.length) this.push(out.length === 1 ? out[0]! : Buffer.concat(out));
+    cb();
   }
 
-  private chunk(type: number, body: Buffer): void {
+  private chunk(type: number, body: Buffer, out: Buffer[]): void {
     if (type === 0xff) {
       if (!body.equals(STREAM_ID)) throw new SnappyError('bad stream identifier');
       this.sawStreamId = true;
@@ -101,7 +121,7 @@ export class SnappyFramedDecoder extends Transform {
       const data = type === 0x00 ? decodeSnappyBlock(body.subarray(4), SNAPPY_CHUNK_MAX) : body.subarray(4);
       if (data.length > SNAPPY_CHUNK_MAX) throw new SnappyError('data chunk too large');
       if (this.verifyChecksums && maskedCrc32c(data) !== want) throw new SnappyError('checksum mismatch');
-      if (data.length) this.push(data);
+      if (data.length) out.push(data);
       return;
     }
     if (type >= 0x02 && type <= 0x7f) throw new SnappyError(`unskippable chunk type 0x${type.toString(16)}`);

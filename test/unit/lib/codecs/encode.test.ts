@@ -258,6 +258,14 @@ for (const backend of ['native', 'portable'] as const) {
         assert.throws(() => decodeSnappyBlock(block.subarray(0, block.length - 7)), /snappy: /);
       });
 
+      it('decodes the same in any chunking of its input (chunks split inside headers and bodies)', async () => {
+        const input = Buffer.concat([text(150_000), randomBytes(70_000), text(1000)]);
+        const stored = await compressBuffer(CompressionCodec.SNAPPY, input);
+        for (const size of [3, 4, 5, 7, 4096, 65_539, 1 << 20]) {
+          assert.equal(sha1(await through(decompressor(CompressionCodec.SNAPPY)!, stored, size)), sha1(input), `reads of ${size} bytes`);
+        }
+      });
+
       it('refuses a data chunk whose checksum does not match', async () => {
         const out = await compressBuffer(CompressionCodec.SNAPPY, text(3000));
         out[14] ^= 1; // first byte of the masked CRC-32C

@@ -12,7 +12,8 @@ import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 
-import { canDecode, decompressor, ZstdDecoder } from '../../../../src/lib/codecs/index.js';
+import { canDecode, compressBuffer, decompressor, setPortableCodecs, ZstdDecoder, zstdDecoder, ZstdNativeDecoder } from '../../../../src/lib/codecs/index.js';
+import { createRequire } from 'node:module';
 import { CompressionCodec } from '../../../../src/lib/protocol/gen/broker/protocol.js';
 
 function fixtureDir(): string {
@@ -53,9 +54,12 @@ describe('zstd codec', () => {
     assert.equal(sha1(SMALL), 'cfa90e42963137d8a524c53228b4137664df34ff');
   });
 
+  const libzstd = createRequire(import.meta.url)('@mongodb-js/zstd') as { decompress(b: Buffer): Promise<Buffer> };
   for (const [name, make] of [
     ['ZstdDecoder', () => new ZstdDecoder()],
     ['decompressor(ZSTANDARD)', () => decompressor(CompressionCodec.ZSTANDARD)!],
+    // Every frame past 1000 bytes of possible content goes to fzstd: both paths in one stream.
+    ['ZstdNativeDecoder (frames over 1000 bytes streamed)', () => new ZstdNativeDecoder((f) => libzstd.decompress(f), 1000)],
   ] as const) {
     it(`${name} decodes a one-frame file with a checksum`, async () => {
       assert.equal((await decode(make(), fixture('small.zst'))).toString(), SMALL);
@@ -90,4 +94,46 @@ describe('zstd codec', () => {
       await assert.rejects(decode(make(), Buffer.from('this is not a zstd frame at all')), /zstd|invalid|magic/i);
     });
   }
+
+  it('decompressor(ZSTANDARD) is libzstd frame by frame where it loads, fzstd otherwise', () => {
+    assert.ok(zstdDecoder() instanceof ZstdNativeDecoder);
+    setPortableCodecs(true);
+    try {
+      assert.ok(zstdDecoder() instanceof ZstdDecoder);
+    } finally {
+      setPortableCodecs(false);
+    }
+  });
+
+  it('the native decoder skips skippable frames and decodes frames around them, in any chunking', async () => {
+    const skip = Buffer.concat([Buffer.from([0x53, 0x2a, 0x4d, 0x18, 5, 0, 0, 0]), Buffer.from('12345')]);
+    const data = Buffer.concat([skip, fixture('small.zst'), skip, fixture('big.zst'), skip]);
+    for (const chunk of [1, 5, 4096, 1 << 20]) {
+      assert.equal(sha1(await decode(decompressor(CompressionCodec.ZSTANDARD)!, data, chunk)), sha1(SMALL + big()), `chunk ${chunk}`);
+    }
+  });
+
+  it('the native decoder decodes our multi-frame output, frames split across reads', async () => {
+    const input = Buffer.from(big().repeat(60)); // ~3 MiB
+    const { ZstdCompressor } = await import('../../../../src/lib/codecs/index.js');
+    const parts: Buffer[] = [];
+    await pipeline(Readable.from([input]), new ZstdCompressor(256 * 1024), async (src: AsyncIterable<Buffer>) => {
+      for await (const c of src) parts.push(c);
+    });
+    const stored = Buffer.concat(parts);
+    for (const chunk of [777, 65_536, 1 << 20]) {
+      assert.equal(sha1(await decode(decompressor(CompressionCodec.ZSTANDARD)!, stored, chunk)), sha1(input), `chunk ${chunk}`);
+    }
+  });
+
+  it('the native decoder fails on a wrong content checksum and on a reserved block type', async () => {
+    const small = Buffer.from(fixture('small.zst'));
+    small[small.length - 1] ^= 0xff; // the checksum
+    await assert.rejects(decode(decompressor(CompressionCodec.ZSTANDARD)!, small), /checksum/i);
+    // Our frames: magic, descriptor 0x00, window byte, then the first block header.
+    const stored = await compressBuffer(CompressionCodec.ZSTANDARD, Buffer.from(big()));
+    assert.equal(stored[4], 0x00);
+    stored[6] |= 0x06; // block type 3
+    await assert.rejects(decode(decompressor(CompressionCodec.ZSTANDARD)!, stored), /reserved block type/);
+  });
 });
