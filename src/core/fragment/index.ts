@@ -38,8 +38,9 @@
 // on-demand flush should make that immediate with `index.addRemote(fragment)`. `persister.pendingBytes` and the hooks feed
 // metrics; `spoolStats` counts spool files and bytes on disk.
 //
-// Codecs come from the library (`compressor(codec)` in src/lib/codecs); ZSTANDARD is written as
-// an uncompressed zstd frame on Nodes without a zstd compressor.
+// Codecs come from the library (`compressor(codec)` in src/lib/codecs): SNAPPY and ZSTANDARD
+// through native packages (libzstd at the Go broker's level), with portable fallbacks where those
+// do not load (ZSTANDARD then stored uncompressed in valid zstd frames): docs/core-fragments.md.
 export * from './spool.js';
 export * from './persister.js';
 export * from './fragment-index.js';

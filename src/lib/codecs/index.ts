@@ -1,7 +1,8 @@
 // Fragment compression codecs: which ones this Node can decode, and a decompressing stream for
 // each (the compressing streams are in compress.ts). NONE needs none; GZIP is a (possibly
-// multi-member) gzip stream; SNAPPY is the framed snappy format; ZSTANDARD is decoded by a
-// pure-JS decoder (zstd.ts), since Node 20's zlib has none (a zlib that has one is preferred).
+// multi-member) gzip stream; SNAPPY is the framed snappy format; ZSTANDARD is decoded frame by
+// frame by libzstd, or streamed through fzstd (zstd.ts), since Node 20's zlib has no zstd (a zlib
+// that has one is preferred). Which native packages load is decided in backends.ts.
 // GZIP_OFFLOAD_DECOMPRESSION objects are stored as gzip and served decompressed by the store, so
 // the caller decides whether bytes arrive compressed.
 import { pipeline, type Readable } from 'node:stream';

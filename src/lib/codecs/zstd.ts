@@ -1,6 +1,7 @@
-// Zstandard decoding for ZSTANDARD fragments. Node 20's zlib has no zstd, so this wraps fzstd, a
-// pure-JS streaming decoder, in a Transform. A fragment may hold several concatenated frames
-// (and skippable frames); fzstd's streaming decoder walks them in order.
+// Zstandard decoding for ZSTANDARD fragments. Node 20's zlib has no zstd. ZstdNativeDecoder
+// (below) hands whole frames to libzstd; ZstdDecoder wraps fzstd, a pure-JS streaming decoder,
+// in a Transform: for frames too big to hold, and where the native package does not load. A
+// fragment may hold several concatenated frames (and skippable frames); both walk them in order.
 //
 // fzstd does not verify the optional per-frame content checksum (XXH64). We accept that: the
 // integrity check for fragment content is its SHA-1 sum, which readers compare against the
