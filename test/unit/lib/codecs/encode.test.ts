@@ -275,6 +275,31 @@ for (const backend of ['native', 'portable'] as const) {
   });
 }
 
+describe('GAZCTL_NATIVE_CODECS=0', () => {
+  it('makes a process use the portable implementations, which still write and read every codec', () => {
+    const lib = new URL('../../../../src/lib/codecs/index.js', import.meta.url).href;
+    const script = `
+      const m = await import(${JSON.stringify(lib)});
+      const { Readable } = await import('node:stream');
+      const input = Buffer.from('gazette '.repeat(50000));
+      const out = {};
+      for (const codec of [${CompressionCodec.SNAPPY}, ${CompressionCodec.ZSTANDARD}]) {
+        const stored = await m.compressBuffer(codec, input);
+        const parts = [];
+        for await (const c of Readable.from([stored]).pipe(m.decompressor(codec))) parts.push(c);
+        out[codec] = Buffer.concat(parts).equals(input);
+      }
+      console.log(JSON.stringify({ backends: m.codecBackends(), roundTrips: out }));`;
+    const run = (env: NodeJS.ProcessEnv) =>
+      JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, ...env }, encoding: 'utf8' }));
+    assert.deepEqual(run({ GAZCTL_NATIVE_CODECS: '0' }), {
+      backends: { snappy: 'portable', zstdCompress: 'portable', crc32c: 'portable' },
+      roundTrips: { [CompressionCodec.SNAPPY]: true, [CompressionCodec.ZSTANDARD]: true },
+    });
+    assert.deepEqual(run({ GAZCTL_NATIVE_CODECS: '' }).backends, { snappy: 'native', zstdCompress: 'native', crc32c: 'native' });
+  });
+});
+
 describe('native and portable codecs read each other', () => {
   const input = Buffer.concat([text(300_000), randomBytes(20_000), Buffer.alloc(90_000, 4), text(12_345)]);
   for (const codec of [CompressionCodec.SNAPPY, CompressionCodec.ZSTANDARD]) {
