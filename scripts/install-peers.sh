@@ -52,6 +52,7 @@ fi
 #   sum-consumer  the reference consumer application of the tests (docs/test-consumer.md)
 #   seq-oracle    runs Gazette's message.Sequencer and JSON framing over inputs of the
 #                 differential tests of src/lib/message (docs/messages.md)
+#   codec-bench   the Go broker's fragment codecs, timed, for bench/codecs.ts
 # The checksum of the source and the Gazette version are kept beside each binary, so a changed
 # main.go is rebuilt. After the broker's build the modules are cached: this takes seconds.
 build_own() { # name
@@ -75,6 +76,7 @@ build_own() { # name
 }
 build_own sum-consumer
 build_own seq-oracle
+build_own codec-bench
 
 if [ ! -x "$BIN/etcd" ] || [ "$(cat "$BIN/.etcd-version" 2>/dev/null)" != "$ETCD_VERSION" ]; then
   echo "building etcd $ETCD_VERSION ..." >&2
@@ -88,23 +90,6 @@ if [ ! -x "$BIN/versitygw" ] || [ "$(cat "$BIN/.versitygw-version" 2>/dev/null)"
   build_module "$PEERS_DIR/src-versitygw" github.com/versity/versitygw "$VERSITYGW_VERSION" \
     github.com/versity/versitygw/cmd/versitygw
   echo "$VERSITYGW_VERSION" > "$BIN/.versitygw-version"
-fi
-
-# codec-bench: our Go program timing the Go broker's fragment codecs for bench/codecs.ts
-# (scripts/peers/codec-bench/main.go), built like sum-consumer above.
-CODEC_SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/peers/codec-bench/main.go"
-codec_stamp="$GAZETTE_VERSION $(sha256sum "$CODEC_SRC" | cut -d' ' -f1)"
-if [ ! -x "$BIN/codec-bench" ] || [ "$(cat "$BIN/.codec-bench-source" 2>/dev/null)" != "$codec_stamp" ]; then
-  echo "building codec-bench against gazette $GAZETTE_VERSION ..." >&2
-  mkdir -p "$PEERS_DIR/src-codec-bench"
-  (
-    cd "$PEERS_DIR/src-codec-bench"
-    printf 'module codecbench\n\ngo 1.24\n\nrequire go.gazette.dev/core %s\n' "$GAZETTE_VERSION" > go.mod
-    cp "$CODEC_SRC" main.go
-    GOFLAGS=-mod=mod go mod tidy
-    GOFLAGS=-mod=mod go build -o "$BIN/codec-bench" .
-  )
-  echo "$codec_stamp" > "$BIN/.codec-bench-source"
 fi
 
 # The first line of etcd's version, without a pipe: under pipefail, `etcd --version | head -1`
