@@ -4,7 +4,7 @@
 //
 //   snappy blocks   `snappy` (the Rust snap crate)          portable: `snappyjs` (pure JS)
 //   zstd frames     `@mongodb-js/zstd` 1.x (libzstd)        portable: stored (raw) zstd blocks
-//   CRC-32C         `@node-rs/crc32`                        portable: ../recoverylog/crc32c.ts
+//   CRC-32C         `@node-rs/crc32`                        portable: a table (../crc32c.ts)
 //
 // Each is loaded on first use (not when the library is imported, so that commands that never
 // touch a SNAPPY or ZSTANDARD fragment do not pay for loading a native module), and checked
@@ -13,7 +13,7 @@
 // only slower (snappy) or not smaller (zstd). GAZCTL_NATIVE_CODECS=0 forces the portable ones.
 import { createRequire } from 'node:module';
 
-import { crc32c as crc32cNative, crc32cPortable, nativeCrc32c } from '../recoverylog/crc32c.js';
+import { crc32c as crc32cNative, crc32cPortable, nativeCrc32c } from '../crc32c.js';
 
 export interface SnappyBlocks {
   /** One raw snappy block (varint length, then elements) of `data`. */
