@@ -4,13 +4,16 @@
 //
 //   snappy blocks   `snappy` (the Rust snap crate)          portable: `snappyjs` (pure JS)
 //   zstd frames     `@mongodb-js/zstd` 1.x (libzstd)        portable: stored (raw) zstd blocks
+//                                                           to write, fzstd to read
 //   CRC-32C         `@node-rs/crc32`                        portable: a table (../crc32c.ts)
 //
-// Each is loaded on first use (not when the library is imported, so that commands that never
-// touch a SNAPPY or ZSTANDARD fragment do not pay for loading a native module), and checked
-// with a round trip before it is trusted. Where one cannot load (a platform without a prebuilt
-// binary, a broken install), the portable one is used; its output is valid for every reader,
-// only slower (snappy) or not smaller (zstd). GAZCTL_NATIVE_CODECS=0 forces the portable ones.
+// @mongodb-js/zstd stays on 1.x: later majors fetch their binary at install time. The codec
+// modules are loaded on first use (not when the library is imported, so that commands that
+// never touch a SNAPPY or ZSTANDARD fragment do not pay for loading a native module); snappy is
+// checked with a round trip against snappyjs before it is trusted, CRC-32C against its check
+// value (../crc32c.ts). Where one cannot load (a platform without a prebuilt binary, a broken
+// install), the portable one is used; its output is valid for every reader, only slower
+// (snappy) or not smaller (zstd). GAZCTL_NATIVE_CODECS=0 forces the portable ones.
 import { createRequire } from 'node:module';
 
 import { crc32c as crc32cNative, crc32cPortable, nativeCrc32c } from '../crc32c.js';
