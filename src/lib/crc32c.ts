@@ -35,12 +35,28 @@ function loadNative(): Native | undefined {
   return undefined;
 }
 
-const native = loadNative();
+// Loaded at the first checksum, not when this module loads: only a recovery log's reader and the
+// snappy codec need it, and every command's start-up loads this module (the bundle has all
+// commands in one file), where resolving the package and opening its shared library cost some
+// 5 ms of CPU.
+let native: Native | undefined;
+let nativeTried = false;
+
+function nativeImpl(): Native | undefined {
+  if (!nativeTried) {
+    nativeTried = true;
+    native = loadNative();
+  }
+  return native;
+}
 
 /** CRC-32C of `data` continuing from `crc` (0 to start). */
 export function crc32c(data: Uint8Array, crc = 0): number {
-  return native ? native(data, crc) >>> 0 : crc32cPortable(data, crc);
+  const f = native ?? (nativeTried ? undefined : nativeImpl());
+  return f ? f(data, crc) >>> 0 : crc32cPortable(data, crc);
 }
 
-/** Whether the native implementation is in use. */
-export const nativeCrc32c = native !== undefined;
+/** Whether the native implementation is in use (loading it if it has not been tried yet). */
+export function nativeCrc32c(): boolean {
+  return nativeImpl() !== undefined;
+}

@@ -116,7 +116,7 @@ export function codecBackends(): { snappy: 'native' | 'portable'; zstdCompress: 
   return {
     snappy: snappy.native ? 'native' : 'portable',
     zstdCompress: zstd.native ? 'native' : 'portable',
-    crc32c: !forcePortable && nativeCrc32c ? 'native' : 'portable',
+    crc32c: !forcePortable && nativeCrc32c() ? 'native' : 'portable',
   };
 }
 

@@ -1,5 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { RecordedOp } from '../../../../src/lib/protocol/gen/recoverylog/recorded_op.js';
 import { decodeFrames, encodeOpFrame, RecoveryLogError, type ContentChunk, type FrameEvent } from '../../../../src/lib/recoverylog/framing.js';
 import { crc32c, crc32cPortable, nativeCrc32c } from '../../../../src/lib/recoverylog/crc32c.js';
@@ -124,6 +125,27 @@ describe('crc32c', () => {
     assert.equal(crc32c(data.subarray(4), crc32c(data.subarray(0, 4))), 0xe3069283);
     const big = Buffer.alloc(100_000, 7);
     assert.equal(crc32c(big, 12345), crc32cPortable(big, 12345));
-    assert.equal(typeof nativeCrc32c, 'boolean');
+    assert.equal(typeof nativeCrc32c(), 'boolean');
+  });
+});
+
+describe('crc32c native module', () => {
+  it('is loaded at the first checksum, not when the module loads (every command start-up loads it)', () => {
+    // A fresh process: this test file has computed checksums already.
+    const url = new URL('../../../../src/lib/recoverylog/crc32c.js', import.meta.url).href;
+    const script = `
+      import { createRequire } from 'node:module';
+      const cache = createRequire(import.meta.url).cache;
+      const loaded = () => Object.keys(cache).some((f) => /[\\/]@node-rs[\\/]crc32/.test(f));
+      const m = await import(${JSON.stringify(url)});
+      const before = loaded();
+      m.crc32c(Buffer.from('123456789'));
+      console.log(JSON.stringify({ before, after: loaded(), native: m.nativeCrc32c() }));`;
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const { before, after, native } = JSON.parse(r.stdout) as { before: boolean; after: boolean; native: boolean };
+    assert.equal(before, false);
+    // Where the package has a binary for this platform, the first checksum loaded it.
+    assert.equal(after, native);
   });
 });
