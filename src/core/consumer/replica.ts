@@ -1,11 +1,42 @@
 // A shard replica of this consumer process: the seam between the process (membership,
 // allocation, the Shard service: cons) and the replica lifecycle (recovery, standby, primary,
-// transactions: replica). See /docs/consumer.md.
+// transactions: this file and transaction.ts). See /work/briefs/27-seam.md for the seam's history.
+//
+// The lifecycle follows upstream's consumer/shard.go and recovery.go:
+//   assigned → BACKFILL: fetch hints, play the recovery log into a fresh directory
+//            → STANDBY once played to the log's head;
+//   slot 0   → complete recovery: take the log over with a fenced hand-off no-op (a new random
+//              author), play it through that no-op, open the store, restore its checkpoint,
+//              rotate the recovered hints into the backups → PRIMARY, run transactions, storing
+//              the recorder's hints under the primary key every `hintsIntervalMs`;
+//   failure  → FAILED with the error, unless the failure is transient (UNAVAILABLE, a broker
+//              restarting, a route changing, etcd briefly gone): those are retried with backoff
+//              and never fail the shard.
+// A shard without a recovery log is STANDBY at once and goes straight to its store at slot 0.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import type { JournalClient } from '../../lib/client/journal-client.js';
-import type { Keyspace } from '../../lib/keyspace/client.js';
-import type { Route } from '../../lib/protocol/gen/broker/protocol.js';
-import { ReplicaStatus_Code, type ConsumerSpec, type GetHintsResponse, type ReplicaStatus, type ShardSpec } from '../../lib/protocol/gen/consumer/protocol.js';
-import type { Application } from './app.js';
+import { backoff, isAbortError, isTransient, sleep } from '../../lib/client/retry.js';
+import { KeyspaceError, type Keyspace, type Compare, type TxnOp } from '../../lib/keyspace/client.js';
+import { label, labelSet } from '../../lib/protocol/labels.js';
+import { durationToNanos } from '../../lib/protocol/duration.js';
+import type { JournalSpec, Route } from '../../lib/protocol/gen/broker/protocol.js';
+import {
+  ReplicaStatus_Code,
+  Status as ConsumerStatus,
+  type ConsumerSpec,
+  type GetHintsResponse,
+  type ReplicaStatus,
+  type ShardSpec,
+} from '../../lib/protocol/gen/consumer/protocol.js';
+import type { FSMHints } from '../../lib/protocol/gen/recoverylog/recorded_op.js';
+import { decodeHints, emptyHints, encodeHints } from '../../lib/recoverylog/hints.js';
+import { journalLogSource, playLog } from '../../lib/recoverylog/player.js';
+import { randomAuthor } from '../../lib/recoverylog/record.js';
+import type { Application, Shard, ShardAssignment, Store, TxnPublisher } from './app.js';
+import { LogRecorder, takeLogOver } from './recording.js';
+import { Progress, runTransactions } from './transaction.js';
 
 /** The logging a replica does (the process's Logger has this shape). */
 export interface ReplicaLogger {
@@ -46,44 +77,439 @@ export interface ReplicaUpdate {
   route: Route;
 }
 
+/** Tunables (tests shorten them). */
+export interface ReplicaOptions {
+  /** Interval of storing the primary's recorded hints (upstream: 5 minutes). */
+  hintsIntervalMs?: number;
+  /** Parent of the directories logs are played into (default: the OS temp dir). */
+  workDir?: string;
+}
+
+/** Upstream caps an error written to etcd at 2048 characters. */
+const MAX_ETCD_ERR_LEN = 2048;
+const RECOVERY_LOG_CONTENT_TYPE = 'application/x-gazette-recoverylog';
+const DEFAULT_HINTS_INTERVAL_MS = 5 * 60_000;
+
+/** The recovery log of a spec (empty without a recovery_log_prefix), as upstream names it. */
+export function recoveryLogOf(spec: ShardSpec): string {
+  return spec.recovery_log_prefix ? `${spec.recovery_log_prefix}/${spec.id}` : '';
+}
+
+/** The etcd key of a shard's primary hints. */
+export function hintPrimaryKey(spec: ShardSpec): string {
+  return `${spec.hint_prefix}/${spec.id}.primary`;
+}
+
+/** The etcd keys of a shard's backup hints, newest first. */
+export function hintBackupKeys(spec: ShardSpec): string[] {
+  return Array.from({ length: spec.hint_backups }, (_, i) => `${spec.hint_prefix}/${spec.id}.backup.${i}`);
+}
+
+/**
+ * Whether a failure clears up by itself: UNAVAILABLE and transient broker/consumer statuses
+ * anywhere in the cause chain, an etcd call that failed, or a broker that answered a read or
+ * append with a routing status.
+ */
+export function isTransientFailure(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e && depth < 8; depth++) {
+    if (isTransient(e)) return true;
+    if (e instanceof KeyspaceError) return true;
+    const code = (e as { code?: unknown }).code;
+    if (code === 'ECONNRESET' || code === 'ECONNREFUSED' || code === 'EPIPE') return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+function describe(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+function withMessage(prefix: string, err: unknown): Error {
+  return new Error(`${prefix}: ${describe(err)}`, { cause: err });
+}
+
+/** The primary and backup hints in etcd, with the backups' mod revisions (for rotation). */
+interface FetchedHints {
+  primary: FSMHints | undefined;
+  backups: Array<{ hints: FSMHints | undefined; value: Buffer | undefined; modRevision: bigint }>;
+}
+
 export class Replica {
   private current: ReplicaUpdate | undefined;
   private readonly abort = new AbortController();
   private st: ReplicaStatus = { code: ReplicaStatus_Code.IDLE, errors: [] };
+  private run: Promise<void> | undefined;
+  private promote!: () => void;
+  private readonly promoted = new Promise<void>((resolve) => (this.promote = resolve));
+  private readonly progress = new Progress();
+  private primaryReady = false;
+  private recovered: GetHintsResponse | undefined;
+  private dirs = new Set<string>();
+  private recorder: LogRecorder | undefined;
+  private store: Store | undefined;
+  private readonly shard: Shard;
+  private closed = false;
 
   constructor(
     readonly host: ReplicaHost,
     readonly id: string,
-  ) {}
+    private readonly opts: ReplicaOptions = {},
+  ) {
+    const self = this;
+    this.shard = {
+      id,
+      get fqn() {
+        return `${host.etcdPrefix}/items/${id}`;
+      },
+      spec: () => self.spec,
+      assignment: (): ShardAssignment => {
+        const u = self.current!;
+        return { key: u.assignmentKey, slot: u.slot, modRevision: u.assignmentRevision, createRevision: u.assignmentCreateRevision };
+      },
+      signal: this.abort.signal,
+      journals: host.journals,
+      recoveredHints: () => self.recovered,
+      progress: () => ({ readThrough: new Map(self.progress.readThrough), publishAt: new Map(self.progress.publishAt) }),
+    };
+  }
+
+  private get spec(): ShardSpec {
+    return this.current!.spec;
+  }
+
+  private get signal(): AbortSignal {
+    return this.abort.signal;
+  }
 
   /** Each keyspace change that touches this shard. Idempotent. */
   update(u: ReplicaUpdate): void {
+    if (this.closed) return;
     this.current = u;
+    if (u.slot === 0) this.promote();
+    this.run ??= this.lifecycle();
   }
 
   /** The replica's own status (as last written by it). */
   status(): ReplicaStatus {
-    return this.st;
+    return { code: this.st.code, errors: [...this.st.errors] };
   }
 
   /** Primary only: the read-through offsets of completed transactions (Stat). */
   readThrough(): Map<string, bigint> {
-    return new Map();
+    return new Map(this.progress.readThrough);
   }
 
-  /** Primary only: resolves once read-through reaches `offsets` (each journal at least). */
-  async waitForReadThrough(_offsets: Map<string, bigint>, _signal: AbortSignal): Promise<void> {
-    throw new Error(`shard ${this.id}: the replica lifecycle is not implemented yet`);
+  /** Whether the replica serves as primary (its store restored): Stat may wait on it. */
+  get isPrimaryReady(): boolean {
+    return this.primaryReady;
+  }
+
+  /**
+   * Primary only: resolves once read-through reaches `offsets` (each journal at least). Rejects
+   * when `signal` aborts or the replica closes first.
+   */
+  async waitForReadThrough(offsets: Map<string, bigint>, signal: AbortSignal): Promise<void> {
+    for (;;) {
+      if (this.primaryReady && this.progress.reached(offsets)) return;
+      if (signal.aborted) throw new Error(`shard ${this.id}: waiting for read-through cancelled`, { cause: signal.reason });
+      if (this.closed) throw new Error(`shard ${this.id}: the replica closed`);
+      const changed = this.progress.changed();
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          signal.removeEventListener('abort', done);
+          resolve();
+        };
+        signal.addEventListener('abort', done, { once: true });
+        void changed.then(done);
+      });
+    }
   }
 
   /** Hints the shard was recovered from (GetHints answers from etcd; this is for the app). */
   recoveredHints(): GetHintsResponse | undefined {
-    return undefined;
+    return this.recovered;
   }
 
   /** Stops the replica (unassigned, or the process exits) and releases what it holds. */
   async close(): Promise<void> {
-    this.abort.abort();
-    void this.current;
+    if (this.closed) return this.run?.catch(() => undefined);
+    this.closed = true;
+    this.abort.abort(new Error(`shard ${this.id}: replica closed`));
+    this.promote(); // a standby waiting for promotion wakes and sees the abort
+    this.progress.wakeAll();
+    await this.run?.catch(() => undefined);
+    await this.recorder?.barrier().catch(() => undefined);
+    if (this.store) {
+      try {
+        await this.store.destroy();
+      } catch (err) {
+        this.host.log.warn('store destroy failed', { shard: this.id, err: describe(err) });
+      }
+    }
+    for (const d of this.dirs) await rm(d, { recursive: true, force: true }).catch(() => undefined);
+  }
+
+  // ---- lifecycle ---------------------------------------------------------------------------
+
+  private async lifecycle(): Promise<void> {
+    let phase = 'serveStandby';
+    try {
+      await this.serveStandby();
+      if (this.signal.aborted) return;
+      phase = 'servePrimary';
+      await this.servePrimary();
+    } catch (err) {
+      if (this.signal.aborted) return;
+      let msg = describe(withMessage(phase === 'serveStandby' ? 'beginRecovery' : 'servePrimary', err));
+      if ([...msg].length > MAX_ETCD_ERR_LEN) msg = [...msg].slice(0, MAX_ETCD_ERR_LEN).join('') + ' ...[truncated]';
+      this.host.log.error(`${phase} failed`, { shard: this.id, err: msg });
+      await this.writeStatus({ code: ReplicaStatus_Code.FAILED, errors: [msg] });
+    }
+  }
+
+  /** Writes a status, retrying with backoff until written or the replica closes (upstream's updateStatusWithRetry). */
+  private async writeStatus(status: ReplicaStatus): Promise<void> {
+    this.st = status;
+    for (let attempt = 0; !this.signal.aborted; attempt++) {
+      try {
+        await this.host.setStatus(this.id, status);
+        return;
+      } catch (err) {
+        if (attempt > 0) this.host.log.warn('failed to advertise shard status (will retry)', { shard: this.id, err: describe(err), attempt });
+        await sleep(backoff(attempt), this.signal).catch(() => undefined);
+      }
+    }
+  }
+
+  /** Runs `fn` until it succeeds, retrying transient failures with backoff (never failing on them). */
+  private async retrying<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await fn();
+      } catch (err) {
+        if (this.signal.aborted) throw err;
+        if (!isTransientFailure(err)) throw withMessage(what, err);
+        this.host.log.warn(`${what} failed (will retry)`, { shard: this.id, err: describe(err), attempt });
+        await sleep(backoff(attempt), this.signal);
+      }
+    }
+  }
+
+  private async newDir(): Promise<string> {
+    const parent = this.opts.workDir ?? tmpdir();
+    const dir = await mkdtemp(path.join(parent, this.id.replaceAll('/', '_') + '-'));
+    this.dirs.add(dir);
+    return dir;
+  }
+
+  private async dropDir(dir: string): Promise<void> {
+    this.dirs.delete(dir);
+    await rm(dir, { recursive: true, force: true });
+  }
+
+  /** BACKFILL → STANDBY; returns once promoted (or aborted). */
+  private async serveStandby(): Promise<void> {
+    const log = recoveryLogOf(this.spec);
+    if (!log) {
+      await this.writeStatus({ code: ReplicaStatus_Code.STANDBY, errors: [] });
+      await this.promoted;
+      return;
+    }
+    await this.writeStatus({ code: ReplicaStatus_Code.BACKFILL, errors: [] });
+    const picked = await this.retrying('GetHints', async () => pickFirstHints(await this.fetchHints(), log));
+    await this.retrying('fetching log spec', () => this.checkLogSpec(picked.log));
+    const dir = await this.newDir();
+    try {
+      // A standby reads to the write head without appending (upstream's backfill reads
+      // non-blocking to the head); the primary's completion appends a barrier.
+      await this.retrying(`playing log ${picked.log}`, () =>
+        playLog(journalLogSource(this.host.journals, { head: 'write-head', signal: this.signal }), picked, dir, { signal: this.signal, clearDir: true }),
+      );
+    } finally {
+      // The playback proves the log plays; completion at promotion plays it again from the
+      // freshest hints through the hand-off, so this copy is not kept.
+      await this.dropDir(dir);
+    }
+    if (this.signal.aborted) return;
+    this.host.log.info('now tailing live log', { shard: this.id, log });
+    await this.writeStatus({ code: ReplicaStatus_Code.STANDBY, errors: [] });
+    await this.promoted;
+  }
+
+  /** Completes recovery, then runs transactions as PRIMARY until closed or failed. */
+  private async servePrimary(): Promise<void> {
+    this.host.log.info('promoted to primary', { shard: this.id, log: recoveryLogOf(this.spec) });
+    const log = recoveryLogOf(this.spec);
+    let recoveredHints: FSMHints | undefined;
+    if (log) {
+      const fetched = await this.retrying('GetHints', () => this.fetchHints());
+      this.recovered = toHintsResponse(fetched);
+      const picked = pickFirstHints(fetched, log);
+      await this.retrying('fetching log spec', () => this.checkLogSpec(picked.log));
+      const author = randomAuthor();
+      const barrierSource = () => journalLogSource(this.host.journals, { head: 'barrier', signal: this.signal });
+      const writer = await this.retrying('injecting hand-off', () => takeLogOver(barrierSource(), this.host.journals, picked, author, this.signal));
+      const dir = await this.newDir();
+      const played = await this.retrying(`playing log ${picked.log}`, () => playLog(barrierSource(), picked, dir, { signal: this.signal, clearDir: true }));
+      if (played.fsm.nextSeqNo !== writer.fsm.nextSeqNo || played.fsm.nextChecksum !== writer.fsm.nextChecksum) {
+        throw new Error(
+          `completeRecovery: log ${log} moved on past the hand-off to author ${author.toString(32)} (played to seq ${played.fsm.nextSeqNo}, hand-off at ${writer.fsm.nextSeqNo}): another writer took it over`,
+        );
+      }
+      recoveredHints = writer.hints();
+      this.recorder = new LogRecorder(dir, this.host.journals, writer, this.signal);
+    }
+
+    const app = this.host.app;
+    let store: Store;
+    try {
+      store = await app.newStore(this.shard, this.recorder);
+    } catch (err) {
+      throw withMessage('completeRecovery: app.newStore', err);
+    }
+    this.store = store;
+    const cp = await store.restoreCheckpoint(this.shard).catch((err: unknown) => {
+      throw withMessage('completeRecovery: store.restoreCheckpoint', err);
+    });
+
+    // Rotate the recovered hints into the backups only after the store opened and restored its
+    // checkpoint, so a broken recovery does not overwrite good backups (as upstream).
+    if (recoveredHints && recoveredHints.log === log) {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await this.storeRecoveredHints(recoveredHints);
+          break;
+        } catch (err) {
+          if (this.signal.aborted) return;
+          this.host.log.warn('failed to store recovered hints (will retry)', { shard: this.id, err: describe(err), attempt });
+          await sleep(backoff(attempt), this.signal);
+        }
+      }
+    }
+
+    for (const src of this.spec.sources) this.progress.readThrough.set(src.journal, 0n);
+    this.progress.signal((rt) => {
+      for (const [j, s] of Object.entries(cp.sources)) rt.set(j, s.read_through);
+    });
+    this.primaryReady = true;
+    await this.writeStatus({ code: ReplicaStatus_Code.PRIMARY, errors: [] });
+    if (this.signal.aborted) return;
+
+    const spec = this.spec;
+    const publisher: TxnPublisher = {};
+    const recorder = this.recorder;
+    await runTransactions({
+      shard: this.shard,
+      app,
+      store,
+      journals: this.host.journals,
+      sources: spec.sources,
+      checkpoint: cp,
+      minTxnMs: Number(durationToNanos(spec.min_txn_duration) / 1_000_000n),
+      maxTxnMs: Number(durationToNanos(spec.max_txn_duration) / 1_000_000n),
+      readQueueSize: spec.read_channel_size,
+      progress: this.progress,
+      publisher,
+      storeHints: recorder ? () => this.storeRecordedHints(recorder.hints()) : undefined,
+      hintsIntervalMs: this.opts.hintsIntervalMs ?? DEFAULT_HINTS_INTERVAL_MS,
+      journalSpec: (j) => this.journalSpec(j),
+      signal: this.signal,
+      log: this.host.log,
+    }).catch((err: unknown) => {
+      if (this.signal.aborted && isAbortError(err)) return;
+      throw withMessage('runTransactions', err);
+    });
+  }
+
+  // ---- journals ------------------------------------------------------------------------------
+
+  private async journalSpec(journal: string): Promise<JournalSpec> {
+    const res = await this.host.journals.list({ include: labelSet(label('name', journal)), exclude: undefined }, { signal: this.signal });
+    const spec = res.journals.find((j) => j.spec?.name === journal)?.spec;
+    if (!spec) throw new Error(`journal ${journal} does not exist`);
+    return spec;
+  }
+
+  /** The log must exist and be labelled as a recovery log (upstream's beginRecovery check). */
+  private async checkLogSpec(log: string): Promise<void> {
+    const spec = await this.journalSpec(log);
+    const ct = spec.labels?.labels.filter((l) => l.name === 'content-type').map((l) => l.value) ?? [];
+    if (ct[0] !== RECOVERY_LOG_CONTENT_TYPE) {
+      throw new Error(`expected label content-type value ${RECOVERY_LOG_CONTENT_TYPE} (got ${ct[0] ?? ''})`);
+    }
+  }
+
+  // ---- hints in etcd (upstream's fetchHints, storeRecordedHints, storeRecoveredHints) ------------
+
+  private async fetchHints(): Promise<FetchedHints> {
+    const spec = this.spec;
+    const log = recoveryLogOf(spec);
+    const decode = (value: Buffer | undefined, key: string) => {
+      if (!value) return undefined;
+      try {
+        return decodeHints(value, { log });
+      } catch (err) {
+        throw withMessage(`hints at ${key}`, err);
+      }
+    };
+    const primaryKey = hintPrimaryKey(spec);
+    const primary = decode((await this.host.ks.get(primaryKey))?.value, primaryKey);
+    const backups: FetchedHints['backups'] = [];
+    for (const key of hintBackupKeys(spec)) {
+      const kv = await this.host.ks.get(key);
+      backups.push({ hints: decode(kv?.value, key), value: kv?.value, modRevision: kv?.modRevision ?? 0n });
+    }
+    return { primary, backups };
+  }
+
+  /** Writes the primary's hints, guarded on the assignment still existing (etcd unavailable: skipped). */
+  private async storeRecordedHints(hints: FSMHints): Promise<void> {
+    const u = this.current!;
+    try {
+      await this.host.ks.txn({
+        compare: [{ key: u.assignmentKey, target: 'createRevision', value: u.assignmentCreateRevision }],
+        success: [{ put: hintPrimaryKey(u.spec), value: encodeHints(hints) }],
+      });
+    } catch (err) {
+      if (!isTransientFailure(err)) throw withMessage('storeRecordedHints', err);
+      this.host.log.warn('failed to store recorded hints (will retry)', { shard: this.id, err: describe(err) });
+    }
+  }
+
+  /** Writes recovered hints to backup 0, rotating backup i to i+1, in one guarded transaction. */
+  private async storeRecoveredHints(hints: FSMHints): Promise<void> {
+    const u = this.current!;
+    const keys = hintBackupKeys(u.spec);
+    const fetched = await this.fetchHints();
+    const compare: Compare[] = [{ key: u.assignmentKey, target: 'createRevision', value: u.assignmentCreateRevision }];
+    const success: TxnOp[] = [];
+    let val: string | Buffer | undefined = encodeHints(hints);
+    for (let i = 0; i < keys.length && val !== undefined; i++) {
+      success.push({ put: keys[i]!, value: val });
+      const b = fetched.backups[i]!;
+      compare.push({ key: keys[i]!, target: 'modRevision', value: b.value ? b.modRevision : 0n });
+      val = b.value;
+    }
+    const r = await this.host.ks.txn({ compare, success });
+    if (!r.succeeded) throw new Error('unexpected etcd transaction failure');
   }
 }
+
+/** The primary hints, else the newest backup, else empty hints of `log` (upstream's PickFirstHints). */
+export function pickFirstHints(h: FetchedHints, log: string): FSMHints {
+  if (h.primary) return h.primary;
+  for (const b of h.backups) if (b.hints) return b.hints;
+  return emptyHints(log);
+}
+
+function toHintsResponse(h: FetchedHints): GetHintsResponse {
+  return {
+    status: ConsumerStatus.OK,
+    header: undefined,
+    primary_hints: { hints: h.primary },
+    backup_hints: h.backups.map((b) => ({ hints: b.hints })),
+    extension: Buffer.alloc(0),
+  };
+}
+
