@@ -21,6 +21,7 @@ import {
   createSumAppJournals,
   pollUntil,
   readJsonFileState,
+  runGoGazctlShards,
   startCluster,
   startConsumers,
   sumAppLayout,
@@ -232,5 +233,23 @@ describe('consumer replica: recovery of a Go-written log, transactions, standby 
     const rejected = assert.rejects(b.replica!.waitForReadThrough(far, AbortSignal.timeout(60_000)), /the replica closed/);
     await b.close();
     await rejected;
+  });
+
+  test('a Go sum-consumer takes the shard back: it plays the log our replicas wrote, totals exact', async () => {
+    await group!.restartConsumer(0);
+    const listed = await waitForShardsPrimary(group!.address, [spec.id], 60_000);
+    for (const st of listed.get(spec.id)!.status) assert.notEqual(st.code, ReplicaStatus_Code.FAILED, st.errors.join('; '));
+    await load.round(15);
+    await load.waitProcessed(group!.address);
+    const dir = await mkdtemp(join(cluster!.tempDir, 'go-recover-'));
+    const r = await runGoGazctlShards(['shards', 'recover', '--id', spec.id, '--dir', dir], {
+      consumerAddress: group!.address,
+      brokerAddress: cluster!.brokerAddress,
+      timeoutMs: 30_000,
+    });
+    assert.equal(r.code, 0, r.stderr);
+    const st = await readJsonFileState(dir);
+    assert.deepEqual(st.state, load.expected.get(spec.id));
+    await checkLog('after-go-took-back');
   });
 });
