@@ -227,8 +227,29 @@ describe('consumer replica: recovery of a Go-written log, transactions, standby 
     await checkLog('from-b-backup-hints', decodeHints(b0.value));
   });
 
-  test('a read-through wait beyond the input is rejected when the replica closes', async () => {
+  test('a zombie primary is fenced: once another replica takes the log over, its next commit fails and it goes FAILED', async () => {
     const b = members[1]!;
+    const c = new TestMember('ours-c', ks, journals, spec);
+    members.push(c);
+    // b keeps running as primary (it is not told anything) while c is made primary too.
+    await c.assign(0);
+    await c.waitFor(ReplicaStatus_Code.PRIMARY);
+    await load.round(20);
+    await waitReadThrough(c);
+    await pollUntil(
+      'b to fail',
+      async () => (b.replica!.status().code === ReplicaStatus_Code.FAILED ? true : undefined),
+      { timeoutMs: 30_000, intervalMs: 100, describe: () => b.logLines.slice(-10).join('\n') },
+    );
+    assert.match(b.replica!.status().errors.join('\n'), /REGISTER_MISMATCH|register/i);
+    await load.round(10);
+    await waitReadThrough(c);
+    await checkLog('after-fencing');
+    await b.close();
+  });
+
+  test('a read-through wait beyond the input is rejected when the replica closes', async () => {
+    const b = members[2]!;
     const far = new Map([[layout.shards[0]!.sources[0]!, 1n << 40n]]);
     const rejected = assert.rejects(b.replica!.waitForReadThrough(far, AbortSignal.timeout(60_000)), /the replica closed/);
     await b.close();
