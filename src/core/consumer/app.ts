@@ -79,6 +79,8 @@ export interface MessageDecoder<M = unknown> {
 export interface TxnPublisher {
   /** Pending appends of the transaction, waited for before its commit. */
   pending?(): Promise<unknown>[];
+  /** The ACK intents of the transaction's messages (written after its commit, and kept in its checkpoint). */
+  buildAckIntents?(): Array<{ journal: string; intent: Buffer }>;
 }
 
 /** A consumer application. `S` is its Store type. */

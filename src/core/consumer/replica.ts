@@ -414,6 +414,7 @@ export class Replica {
       storeHints: recorder ? () => this.storeRecordedHints(recorder.hints()) : undefined,
       hintsIntervalMs: this.opts.hintsIntervalMs ?? DEFAULT_HINTS_INTERVAL_MS,
       journalSpec: (j) => this.journalSpec(j),
+      waitForAck: !spec.disable_wait_for_ack,
       signal: this.signal,
       log: this.host.log,
     }).catch((err: unknown) => {

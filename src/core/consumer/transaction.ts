@@ -11,6 +11,9 @@
 // waits for) moves when a commit resolves.
 import type { JournalClient } from '../../lib/client/journal-client.js';
 import { backoff, isAbortError, isTransient, sleep } from '../../lib/client/retry.js';
+import { appendOnce } from '../../lib/client/appender.js';
+import { BrokerStatusError } from '../../lib/protocol/errors.js';
+import { Status as BrokerStatus } from '../../lib/protocol/gen/broker/protocol.js';
 import { RecordSplitter } from '../../lib/message/framing.js';
 import { MessageFlags, getFlags } from '../../lib/message/uuid.js';
 import type { JournalSpec } from '../../lib/protocol/gen/broker/protocol.js';
@@ -100,21 +103,108 @@ class EnvelopeQueue {
   }
 }
 
+/** What a producer's state is to a checkpoint (the shape of seq's ProducerState). */
+export interface TxnProducerState {
+  journal: string;
+  producer: Uint8Array;
+  lastAck: bigint;
+  begin: bigint;
+}
+
 /**
- * Sequencing of read-uncommitted messages. Until the exactly-once Sequencer lands (seq's
- * `src/lib/message/sequencer.ts`), messages outside a transaction (OUTSIDE_TXN, which includes
- * the zero UUID of plain lines) and acknowledgements (ACK_TXN) are committed as read, as
- * upstream's sequencer dequeues them; a CONTINUE_TXN message fails the shard rather than being
- * applied before its transaction commits (or after it rolled back).
+ * The part of the exactly-once Sequencer (seq's `src/lib/message/sequencer.ts`, a port of
+ * upstream's message.Sequencer) the loop uses: queue() each read-uncommitted envelope, then
+ * step() through the committed messages it released (`dequeued`), re-reading a range first when
+ * the sequence fell out of the ring.
  */
-function sequenceMinimal(env: Envelope): 'dequeue' {
-  const flags = getFlags(env.uuid);
-  if (flags & MessageFlags.CONTINUE_TXN) {
-    throw new Error(
-      `${env.journal}@${env.begin}: a transactional message (CONTINUE_TXN) needs the exactly-once sequencer, which this build lacks`,
-    );
+export interface TxnSequencer {
+  readonly dequeued: Envelope | undefined;
+  readonly replaying: boolean;
+  queue(env: Envelope): string;
+  step(): boolean;
+  stepAsync(): Promise<boolean>;
+  replayRange(): { journal: string; begin: bigint; end: bigint };
+  startReplay(it: AsyncIterator<Envelope>): void;
+  hasPending(): boolean;
+  checkpoint(pruneHorizonNanos: bigint): { offsets: Map<string, bigint>; states: TxnProducerState[] };
+}
+
+/** Outcomes of queue() after which committed messages wait to be dequeued (upstream's names). */
+const COMMIT_OUTCOMES = new Set(['outsideCommit', 'ackEmpty', 'ackCommitRing', 'ackCommitReplay']);
+/** Outcomes of a duplicate that no further message is expected to follow. */
+const DUPLICATE_OUTCOMES = new Set(['ackRollback', 'continueAlreadyAcked', 'continueRingClockLarger', 'outsideAlreadyAcked']);
+
+/**
+ * A stand-in for the Sequencer until it lands on main: messages outside a transaction
+ * (OUTSIDE_TXN, which includes the zero UUID of plain lines) and acknowledgements (ACK_TXN) are
+ * committed as read, as the Sequencer commits them when no sequence is pending; a CONTINUE_TXN
+ * message fails the shard rather than being applied before its transaction commits (or after it
+ * rolled back). It keeps no producer states.
+ */
+export class MinimalSequencer implements TxnSequencer {
+  private readonly offsets: Map<string, bigint>;
+  private queued: Envelope | undefined;
+  private current: Envelope | undefined;
+  readonly replaying = false;
+
+  constructor(offsets: Map<string, bigint>) {
+    this.offsets = new Map(offsets);
   }
-  return 'dequeue';
+
+  get dequeued(): Envelope | undefined {
+    return this.current;
+  }
+
+  queue(env: Envelope): string {
+    const flags = getFlags(env.uuid);
+    if (flags & MessageFlags.CONTINUE_TXN) {
+      throw new Error(`${env.journal}@${env.begin}: a transactional message (CONTINUE_TXN) needs the exactly-once sequencer, which this build lacks`);
+    }
+    this.queued = env;
+    return flags & MessageFlags.ACK_TXN ? 'ackEmpty' : 'outsideCommit';
+  }
+
+  step(): boolean {
+    if (this.current) this.offsets.set(this.current.journal, this.current.end);
+    this.current = this.queued;
+    this.queued = undefined;
+    return this.current !== undefined;
+  }
+
+  async stepAsync(): Promise<boolean> {
+    return this.step();
+  }
+
+  replayRange(): never {
+    throw new Error('no sequence to replay');
+  }
+
+  startReplay(): never {
+    throw new Error('no sequence to replay');
+  }
+
+  hasPending(): boolean {
+    return false;
+  }
+
+  checkpoint(): { offsets: Map<string, bigint>; states: TxnProducerState[] } {
+    return { offsets: new Map(this.offsets), states: [] };
+  }
+}
+
+/** Producers more than a day behind their journal's newest ACK are pruned at checkpoints (upstream). */
+export const SEQUENCER_PRUNE_HORIZON_NANOS = 24n * 3600n * 1_000_000_000n;
+
+/** A checkpoint of read-through offsets, producer states and ACK intents (upstream's BuildCheckpoint). */
+export function buildTxnCheckpoint(offsets: Map<string, bigint>, states: TxnProducerState[], acks: Array<{ journal: string; intent: Buffer }>): Checkpoint {
+  const cp: Checkpoint = { sources: {}, ack_intents: {} };
+  for (const [j, off] of offsets) cp.sources[j] = { read_through: off, producers: [] };
+  for (const p of states) {
+    const src = (cp.sources[p.journal] ??= { read_through: 0n, producers: [] });
+    src.producers.push({ id: Buffer.from(p.producer), state: { last_ack: p.lastAck, begin: p.begin } });
+  }
+  for (const a of acks) cp.ack_intents[a.journal] = a.intent;
+  return cp;
 }
 
 export interface TransactionsOptions {
@@ -140,6 +230,10 @@ export interface TransactionsOptions {
   log: { warn(msg: string, f?: Record<string, unknown>): void; debug(msg: string, f?: Record<string, unknown>): void };
   /** Read through brokers rather than do_not_proxy (a process without routing of its own). */
   proxyReads?: boolean;
+  /** Wait for the ACK of a sequence begun in the transaction, up to maxTxnMs (not ShardSpec.disable_wait_for_ack). */
+  waitForAck?: boolean;
+  /** The Sequencer from a checkpoint (default: MinimalSequencer). */
+  newSequencer?: (cp: Checkpoint) => TxnSequencer;
 }
 
 const DEFAULT_READ_QUEUE = 8192;
@@ -195,10 +289,6 @@ async function readSource(o: TransactionsOptions, queue: EnvelopeQueue, journal:
   }
 }
 
-function emptyCheckpoint(): Checkpoint {
-  return { sources: {}, ack_intents: {} };
-}
-
 /** A promise with its state observable. */
 interface Tracked {
   promise: Promise<void>;
@@ -243,6 +333,25 @@ class Deadline {
   }
 }
 
+/** Reads `journal` over [begin, end) as envelopes (a sequence's replay). */
+async function* readRange(o: TransactionsOptions, journal: string, begin: bigint, end: bigint, signal: AbortSignal): AsyncGenerator<Envelope> {
+  const decoder = o.app.newMessage(await o.journalSpec(journal));
+  const splitter = new RecordSplitter(decoder.framing);
+  let at = begin;
+  const reader = o.journals.read({ journal, offset: begin, end_offset: end, block: true, do_not_proxy: !o.proxyReads }, { signal });
+  for await (const chunk of reader) {
+    if (chunk.content.length === 0) continue;
+    const content = Buffer.from(chunk.content);
+    chunk.release?.();
+    for (const rec of splitter.push(content)) {
+      const message = decoder.decode(rec);
+      const next = at + BigInt(rec.length);
+      yield { journal, begin: at, end: next, message, uuid: decoder.uuid(message) };
+      at = next;
+    }
+  }
+}
+
 /**
  * Runs transactions until `signal` aborts (resolves, after the commit in flight settles) or a
  * failure (rejects: a source read, the application, or a commit failed).
@@ -251,9 +360,13 @@ export async function runTransactions(o: TransactionsOptions): Promise<void> {
   const inner = new AbortController();
   const signal = AbortSignal.any([o.signal, inner.signal]);
   const queue = new EnvelopeQueue(o.readQueueSize && o.readQueueSize > 0 ? o.readQueueSize : DEFAULT_READ_QUEUE);
+  const start = new Map<string, bigint>();
+  for (const [j, s] of Object.entries(o.checkpoint.sources)) start.set(j, s.read_through);
+  const seq = o.newSequencer ? o.newSequencer(o.checkpoint) : new MinimalSequencer(start);
+
   const readers: Promise<void>[] = [];
   for (const src of o.sources) {
-    let offset = o.checkpoint.sources[src.journal]?.read_through ?? 0n;
+    let offset = start.get(src.journal) ?? 0n;
     if (offset < src.min_offset) offset = src.min_offset;
     readers.push(
       readSource(o, queue, src.journal, offset, signal).catch((error: unknown) => {
@@ -266,71 +379,114 @@ export async function runTransactions(o: TransactionsOptions): Promise<void> {
     signal.addEventListener('abort', () => resolve(), { once: true });
   });
 
-  // Offsets read through so far, carried from transaction to transaction.
-  const readThrough = new Map<string, bigint>();
-  for (const [j, s] of Object.entries(o.checkpoint.sources)) readThrough.set(j, s.read_through);
-
+  /** The previous transaction: its commit, then its ACKs. */
   let prev: Tracked | undefined;
-  let nextHintsAt = Date.now() + (o.hintsIntervalMs ?? 5 * 60_000);
+  /** Offsets the previous transaction reports as progress once it completes. */
+  let prevReadThrough: Map<string, bigint> | undefined;
+  let inTxn = false;
+  const hintsEvery = o.hintsIntervalMs ?? 5 * 60_000;
+  let nextHintsAt = Date.now() + hintsEvery;
 
-  const takeCommitted = (): Envelope | undefined => {
-    const item = queue.shift();
-    if (!item) return undefined;
-    if (!item.env) throw item.error;
-    sequenceMinimal(item.env);
-    return item.env;
+  /** Appends ACK intents (each to its journal); a journal gone since is skipped when `lenient`. */
+  const writeAcks = (acks: Array<{ journal: string; intent: Buffer }>, lenient: boolean) =>
+    Promise.all(
+      acks.map(async (a) => {
+        try {
+          const res = await appendOnce(o.journals, a.journal, [a.intent], { signal });
+          return [a.journal, res.commit?.end ?? 0n] as const;
+        } catch (err) {
+          if (lenient && err instanceof BrokerStatusError && err.status === BrokerStatus.JOURNAL_NOT_FOUND) {
+            o.log.warn('discarding recovered ACK intent of a journal that does not exist', { journal: a.journal });
+            return undefined;
+          }
+          throw new Error(`writing ACK intent of ${a.journal}: ${describe(err)}`, { cause: err });
+        }
+      }),
+    );
+
+  const stepSeq = (): Promise<boolean> => (seq.replaying ? seq.stepAsync() : Promise.resolve(seq.step()));
+
+  /** Queues read envelopes into the sequencer until a committed message is ready; false when none is. */
+  const pump = async (): Promise<boolean> => {
+    while (!seq.dequeued) {
+      const item = queue.shift();
+      if (!item) return false;
+      if (!item.env) throw item.error;
+      const env = item.env;
+      const outcome = seq.queue(env);
+      if (outcome === 'ackCommitReplay') {
+        const r = seq.replayRange();
+        seq.startReplay(readRange(o, r.journal, r.begin, r.end, signal)[Symbol.asyncIterator]());
+      }
+      if (COMMIT_OUTCOMES.has(outcome)) {
+        await stepSeq();
+      } else if (DUPLICATE_OUTCOMES.has(outcome) && !inTxn) {
+        // A duplicate begins nothing; report it as read so that a Stat waiting for its offset
+        // does not stall (upstream: progress of an idle shard, or the previous transaction's).
+        if (prevReadThrough && prev && !prev.settled) prevReadThrough.set(env.journal, env.end);
+        else o.progress.signal((rt) => rt.set(env.journal, env.end));
+      }
+    }
+    return true;
   };
+
   const checkPrev = () => {
     if (prev?.settled && prev.error !== undefined) throw new Error(`store commit: ${describe(prev.error)}`, { cause: prev.error });
   };
+  const maybeStoreHints = async () => {
+    if (o.storeHints && Date.now() >= nextHintsAt) {
+      await o.storeHints();
+      nextHintsAt = Date.now() + hintsEvery;
+    }
+  };
 
   try {
+    // Acknowledge (again) the messages of the recovered checkpoint's transaction first.
+    const recoveredAcks = Object.entries(o.checkpoint.ack_intents).map(([journal, intent]) => ({ journal, intent }));
+    if (recoveredAcks.length > 0) prev = track(writeAcks(recoveredAcks, true).then(() => undefined));
+
     for (;;) {
       checkPrev();
-      if (o.storeHints && Date.now() >= nextHintsAt) {
-        await o.storeHints();
-        nextHintsAt = Date.now() + (o.hintsIntervalMs ?? 5 * 60_000);
-      }
-      // Idle: wait for the first message of the next transaction.
-      let first: Envelope | undefined;
-      while (!(first = takeCommitted())) {
+      await maybeStoreHints();
+      // Idle: wait for the first committed message of the next transaction.
+      while (!(await pump())) {
         if (signal.aborted) return;
         const waits: Promise<unknown>[] = [queue.ready(), aborted];
         if (prev && !prev.settled) waits.push(prev.promise.catch(() => undefined));
         if (o.storeHints) waits.push(sleep(Math.max(0, nextHintsAt - Date.now()), signal).catch(() => undefined));
         await Promise.race(waits);
         checkPrev();
-        if (prev?.settled && !prev.error) prev = undefined;
-        if (o.storeHints && Date.now() >= nextHintsAt) {
-          await o.storeHints();
-          nextHintsAt = Date.now() + (o.hintsIntervalMs ?? 5 * 60_000);
-        }
+        await maybeStoreHints();
       }
 
-      // A transaction begins.
+      // A transaction begins with this message.
+      inTxn = true;
       await o.app.beginTxn?.(o.shard, o.store);
       const minD = new Deadline(o.minTxnMs);
       const maxD = new Deadline(o.maxTxnMs);
       let consumed = 0;
-      const consume = async (env: Envelope) => {
-        await o.app.consume(o.shard, o.store, env, o.publisher);
-        readThrough.set(env.journal, env.end);
-        consumed++;
-      };
       let commit: Promise<void> | undefined;
       try {
-        await consume(first!);
         for (;;) {
-          let env: Envelope | undefined;
-          while (!maxD.fired && (env = takeCommitted())) await consume(env);
+          while (!maxD.fired && !signal.aborted && (seq.dequeued || (await pump()))) {
+            await o.app.consume(o.shard, o.store, seq.dequeued!, o.publisher);
+            consumed++;
+            await stepSeq();
+          }
           if (maxD.fired || signal.aborted) break;
           checkPrev();
           if (prev && !prev.settled) {
+            // The previous commit is in flight: keep consuming until it resolves or maxD.
             await Promise.race([queue.ready(), prev.promise.catch(() => undefined), maxD.wait, aborted]);
             continue;
           }
           if (!minD.fired) {
             await Promise.race([queue.ready(), minD.wait, aborted]);
+            continue;
+          }
+          if (o.waitForAck && seq.hasPending()) {
+            // A sequence begun in this transaction awaits its ACK: wait for it, up to maxD.
+            await Promise.race([queue.ready(), maxD.wait, aborted]);
             continue;
           }
           break;
@@ -339,25 +495,33 @@ export async function runTransactions(o: TransactionsOptions): Promise<void> {
         if (prev && !prev.settled) await prev.promise.catch(() => undefined);
         checkPrev();
         await o.app.finalizeTxn(o.shard, o.store, o.publisher);
-        const cp = emptyCheckpoint();
-        for (const [j, off] of readThrough) cp.sources[j] = { read_through: off, producers: [] };
+        const { offsets, states } = seq.checkpoint(SEQUENCER_PRUNE_HORIZON_NANOS);
+        const acks = o.publisher.buildAckIntents?.() ?? [];
+        const cp = buildTxnCheckpoint(offsets, states, acks);
         const waitFor = o.publisher.pending?.() ?? [];
         commit = o.store.startCommit(o.shard, cp, waitFor);
-        const done = track(commit);
-        const committed = new Map(readThrough);
-        void commit.then(
-          () =>
-            o.progress.signal((rt) => {
-              for (const [j, off] of committed) rt.set(j, off);
-            }),
-          () => undefined,
-        );
-        prev = done;
+        // After the commit, the ACKs of the transaction's messages: downstream readers may then
+        // apply them. A fault in between is covered by the intents in the checkpoint.
+        const readThrough = new Map(offsets);
+        const full = commit.then(async () => {
+          const written = await writeAcks(acks, false);
+          o.progress.signal((rt, publishAt) => {
+            for (const [j, off] of readThrough) rt.set(j, off);
+            for (const w of written) if (w) publishAt.set(w[0], w[1]);
+          });
+        });
+        prev = track(full);
+        prevReadThrough = readThrough;
         o.log.debug('transaction committing', { shard: o.shard.id, messages: consumed });
       } finally {
+        inTxn = false;
         minD.cancel();
         maxD.cancel();
-        if (o.app.finishedTxn) o.app.finishedTxn(o.shard, o.store, commit ?? Promise.reject(new Error('transaction failed before its commit')));
+        if (o.app.finishedTxn) {
+          const outcome = commit ?? Promise.reject(new Error('transaction failed before its commit'));
+          outcome.catch(() => undefined);
+          o.app.finishedTxn(o.shard, o.store, outcome);
+        }
       }
     }
   } catch (err) {
