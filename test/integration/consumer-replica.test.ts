@@ -12,10 +12,9 @@ import { after, before, describe, test } from 'node:test';
 
 import { JournalClient } from '../../src/lib/index.js';
 import { Keyspace } from '../../src/lib/keyspace/index.js';
-import { ReplicaStatus_Code, type ReplicaStatus, type ShardSpec } from '../../src/lib/protocol/gen/consumer/protocol.js';
+import { ReplicaStatus_Code, type ShardSpec } from '../../src/lib/protocol/gen/consumer/protocol.js';
 import { decodeHints, emptyHints, journalLogSource, playLog } from '../../src/lib/recoverylog/index.js';
-import { Replica, hintBackupKeys, hintPrimaryKey, type ReplicaHost, type ReplicaLogger } from '../../src/core/consumer/replica.js';
-import { sumApp } from '../../src/core/consumer/sum-app.js';
+import { hintBackupKeys, hintPrimaryKey } from '../../src/core/consumer/replica.js';
 import {
   applySumAppShards,
   createSumAppJournals,
@@ -32,96 +31,7 @@ import {
   type SumAppLayout,
 } from '../../src/testing/index.js';
 import { SumLoad } from '../helpers/shards.js';
-
-const PREFIX = '/test/replica';
-
-function testLogger(name: string, lines: string[]): ReplicaLogger {
-  const out = (level: string) => (msg: string, f?: Record<string, unknown>) => {
-    lines.push(`${name} ${level} ${msg} ${JSON.stringify(f ?? {}, (_k, v) => (typeof v === 'bigint' ? v.toString() : v))}`);
-  };
-  return { debug: () => undefined, info: out('info'), warn: out('warn'), error: out('error') };
-}
-
-/** A member of the test: a host and the assignment key it holds for the shard. */
-class TestMember {
-  readonly statuses: ReplicaStatus_Code[] = [];
-  readonly logLines: string[] = [];
-  replica: Replica | undefined;
-  key = '';
-  slot = 0;
-  modRevision = 0n;
-  createRevision = 0n;
-
-  constructor(
-    readonly name: string,
-    private readonly ks: Keyspace,
-    private readonly journals: JournalClient,
-    private readonly spec: ShardSpec,
-  ) {}
-
-  host(): ReplicaHost {
-    return {
-      ks: this.ks,
-      journals: this.journals,
-      app: sumApp as unknown as ReplicaHost['app'],
-      log: testLogger(this.name, this.logLines),
-      memberSpec: { process_spec: undefined, shard_limit: 0, exiting: false },
-      etcdPrefix: PREFIX,
-      setStatus: (_shard: string, status: ReplicaStatus) => this.setStatus(status),
-    };
-  }
-
-  private async setStatus(status: ReplicaStatus): Promise<void> {
-    const r = await this.ks.txn({
-      compare: [{ key: this.key, target: 'modRevision', value: this.modRevision }],
-      success: [{ put: this.key, value: JSON.stringify(status) }],
-    });
-    if (!r.succeeded) throw new Error(`assignment ${this.key} changed`);
-    this.modRevision = r.revision;
-    this.statuses.push(status.code);
-    this.notify();
-  }
-
-  /** Creates (or moves) this member's assignment to `slot` and tells the replica. */
-  async assign(slot: number): Promise<void> {
-    if (this.key) await this.ks.delete(this.key);
-    this.slot = slot;
-    this.key = `${PREFIX}/assign/${this.spec.id}#local#${this.name}#${slot}`;
-    this.modRevision = await this.ks.put(this.key, '');
-    this.createRevision = this.modRevision;
-    this.replica ??= new Replica(this.host(), this.spec.id, { hintsIntervalMs: 300 });
-    this.notify();
-  }
-
-  private notify(): void {
-    this.replica!.update({
-      spec: this.spec,
-      specRevision: 1n,
-      assignmentKey: this.key,
-      slot: this.slot,
-      assignmentRevision: this.modRevision,
-      assignmentCreateRevision: this.createRevision,
-      route: { members: [], primary: -1, endpoints: [] },
-    });
-  }
-
-  async waitFor(code: ReplicaStatus_Code, timeoutMs = 60_000): Promise<void> {
-    await pollUntil(
-      `${this.name} to be ${ReplicaStatus_Code[code]}`,
-      async () => {
-        const st = this.replica?.status();
-        if (st?.code === ReplicaStatus_Code.FAILED) throw new Error(`${this.name} FAILED: ${st.errors.join('; ')}\n${this.logLines.join('\n')}`);
-        return st?.code === code ? true : undefined;
-      },
-      { timeoutMs, intervalMs: 100, describe: () => this.logLines.slice(-20).join('\n') },
-    );
-  }
-
-  async close(): Promise<void> {
-    await this.replica?.close();
-    if (this.key) await this.ks.delete(this.key);
-  }
-}
+import { TestMember } from '../helpers/replica.js';
 
 describe('consumer replica: recovery of a Go-written log, transactions, standby take-over', { timeout: 240_000 }, () => {
   let cluster: Cluster | undefined;

@@ -17,8 +17,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { JournalClient } from '../../lib/client/journal-client.js';
-import { backoff, isAbortError, isTransient, sleep } from '../../lib/client/retry.js';
-import { KeyspaceError, type Keyspace, type Compare, type TxnOp } from '../../lib/keyspace/client.js';
+import { backoff, isAbortError, sleep } from '../../lib/client/retry.js';
+import { isTransientFailure } from './transient.js';
+import type { Keyspace, Compare, TxnOp } from '../../lib/keyspace/client.js';
 import { label, labelSet } from '../../lib/protocol/labels.js';
 import { durationToNanos } from '../../lib/protocol/duration.js';
 import type { JournalSpec, Route } from '../../lib/protocol/gen/broker/protocol.js';
@@ -37,6 +38,8 @@ import { randomAuthor } from '../../lib/recoverylog/record.js';
 import type { Application, Shard, ShardAssignment, Store, TxnPublisher } from './app.js';
 import { LogRecorder, takeLogOver } from './recording.js';
 import { Progress, runTransactions } from './transaction.js';
+
+export { isTransientFailure };
 
 /** The logging a replica does (the process's Logger has this shape). */
 export interface ReplicaLogger {
@@ -103,22 +106,6 @@ export function hintPrimaryKey(spec: ShardSpec): string {
 /** The etcd keys of a shard's backup hints, newest first. */
 export function hintBackupKeys(spec: ShardSpec): string[] {
   return Array.from({ length: spec.hint_backups }, (_, i) => `${spec.hint_prefix}/${spec.id}.backup.${i}`);
-}
-
-/**
- * Whether a failure clears up by itself: UNAVAILABLE and transient broker/consumer statuses
- * anywhere in the cause chain, an etcd call that failed, or a broker that answered a read or
- * append with a routing status.
- */
-export function isTransientFailure(err: unknown): boolean {
-  for (let e: unknown = err, depth = 0; e && depth < 8; depth++) {
-    if (isTransient(e)) return true;
-    if (e instanceof KeyspaceError) return true;
-    const code = (e as { code?: unknown }).code;
-    if (code === 'ECONNRESET' || code === 'ECONNREFUSED' || code === 'EPIPE') return true;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return false;
 }
 
 function describe(err: unknown): string {

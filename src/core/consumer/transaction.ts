@@ -10,7 +10,8 @@
 // starts its own commit only after N's has resolved. Progress (the read-through offsets Stat
 // waits for) moves when a commit resolves.
 import type { JournalClient } from '../../lib/client/journal-client.js';
-import { backoff, isAbortError, isTransient, sleep } from '../../lib/client/retry.js';
+import { backoff, isAbortError, sleep } from '../../lib/client/retry.js';
+import { isTransientFailure } from './transient.js';
 import { appendOnce } from '../../lib/client/appender.js';
 import { BrokerStatusError } from '../../lib/protocol/errors.js';
 import { Status as BrokerStatus } from '../../lib/protocol/gen/broker/protocol.js';
@@ -70,8 +71,12 @@ class EnvelopeQueue {
   async push(item: Item, signal: AbortSignal): Promise<void> {
     while (this.size >= this.capacity && !signal.aborted) {
       await new Promise<void>((resolve) => {
-        this.writers.push(resolve);
-        signal.addEventListener('abort', () => resolve(), { once: true });
+        const done = () => {
+          signal.removeEventListener('abort', done);
+          resolve();
+        };
+        this.writers.push(done);
+        signal.addEventListener('abort', done, { once: true });
       });
     }
     if (signal.aborted && item.env) return;
@@ -238,6 +243,9 @@ export interface TransactionsOptions {
 
 const DEFAULT_READ_QUEUE = 8192;
 
+/** A record of a source that the application's decoder refused. */
+class DecodeError extends Error {}
+
 /** Reads one source journal into `queue` from `offset`, until aborted or a final failure. */
 async function readSource(o: TransactionsOptions, queue: EnvelopeQueue, journal: string, offset: bigint, signal: AbortSignal): Promise<void> {
   let decoder: MessageDecoder | undefined;
@@ -246,7 +254,7 @@ async function readSource(o: TransactionsOptions, queue: EnvelopeQueue, journal:
       decoder = o.app.newMessage(await o.journalSpec(journal));
     } catch (err) {
       if (signal.aborted) return;
-      if (!isTransient(err)) throw err;
+      if (!isTransientFailure(err)) throw err;
       await sleep(backoff(attempt), signal).catch(() => undefined);
     }
   }
@@ -273,7 +281,12 @@ async function readSource(o: TransactionsOptions, queue: EnvelopeQueue, journal:
         let at = base + splitter.offset;
         for (const rec of splitter.push(content)) {
           const end = at + BigInt(rec.length);
-          const message = decoder.decode(rec);
+          let message: unknown;
+          try {
+            message = decoder.decode(rec);
+          } catch (err) {
+            throw new DecodeError(`${journal}@${at}: decoding message: ${describe(err)}`, { cause: err });
+          }
           await queue.push({ env: { journal, begin: at, end, message, uuid: decoder.uuid(message) } }, signal);
           at = end;
           offset = end;
@@ -282,7 +295,11 @@ async function readSource(o: TransactionsOptions, queue: EnvelopeQueue, journal:
       }
     } catch (err) {
       if (signal.aborted) return;
-      if (!isTransient(err)) throw err;
+      // As upstream's RetryReader: every read failure is retried with backoff except a journal
+      // that does not exist (after the reader's own attempts) or is suspended; a record that
+      // does not decode fails the shard.
+      if (err instanceof DecodeError) throw err;
+      if (err instanceof BrokerStatusError && (err.status === BrokerStatus.JOURNAL_NOT_FOUND || err.status === BrokerStatus.SUSPENDED)) throw err;
       o.log.warn('source read failed (will retry)', { journal, offset, err: describe(err), attempt });
       await sleep(backoff(attempt++), signal).catch(() => undefined);
     }
@@ -385,7 +402,7 @@ export async function runTransactions(o: TransactionsOptions): Promise<void> {
   let prevReadThrough: Map<string, bigint> | undefined;
   let inTxn = false;
   const hintsEvery = o.hintsIntervalMs ?? 5 * 60_000;
-  let nextHintsAt = Date.now() + hintsEvery;
+  let hintsTimer = o.storeHints ? new Deadline(hintsEvery) : undefined;
 
   /** Appends ACK intents (each to its journal); a journal gone since is skipped when `lenient`. */
   const writeAcks = (acks: Array<{ journal: string; intent: Buffer }>, lenient: boolean) =>
@@ -434,9 +451,9 @@ export async function runTransactions(o: TransactionsOptions): Promise<void> {
     if (prev?.settled && prev.error !== undefined) throw new Error(`store commit: ${describe(prev.error)}`, { cause: prev.error });
   };
   const maybeStoreHints = async () => {
-    if (o.storeHints && Date.now() >= nextHintsAt) {
+    if (o.storeHints && hintsTimer?.fired) {
       await o.storeHints();
-      nextHintsAt = Date.now() + hintsEvery;
+      hintsTimer = new Deadline(hintsEvery);
     }
   };
 
@@ -453,7 +470,7 @@ export async function runTransactions(o: TransactionsOptions): Promise<void> {
         if (signal.aborted) return;
         const waits: Promise<unknown>[] = [queue.ready(), aborted];
         if (prev && !prev.settled) waits.push(prev.promise.catch(() => undefined));
-        if (o.storeHints) waits.push(sleep(Math.max(0, nextHintsAt - Date.now()), signal).catch(() => undefined));
+        if (hintsTimer) waits.push(hintsTimer.wait);
         await Promise.race(waits);
         checkPrev();
         await maybeStoreHints();
@@ -528,6 +545,7 @@ export async function runTransactions(o: TransactionsOptions): Promise<void> {
     if (signal.aborted && isAbortError(err)) return;
     throw err;
   } finally {
+    hintsTimer?.cancel();
     inner.abort();
     await Promise.allSettled(readers);
     if (prev && !prev.settled) await prev.promise.catch(() => undefined);
