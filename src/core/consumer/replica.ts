@@ -304,6 +304,9 @@ export class Replica {
       return;
     }
     await this.writeStatus({ code: ReplicaStatus_Code.BACKFILL, errors: [] });
+    // Already primary: completing recovery plays the log anyway; playing it first as a standby
+    // would only delay the shard.
+    if (this.current!.slot === 0) return;
     const picked = await this.retrying('GetHints', async () => pickFirstHints(await this.fetchHints(), log));
     await this.retrying('fetching log spec', () => this.checkLogSpec(picked.log));
     const dir = await this.newDir();

@@ -4,6 +4,7 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { grpcCode, isTransient } from '../../lib/client/retry.js';
 import { KeyspaceError } from '../../lib/keyspace/client.js';
+import { RecoveryLogError } from '../../lib/recoverylog/framing.js';
 
 /**
  * gRPC codes of a peer going away or restarting: a Go broker that is shutting down answers
@@ -31,6 +32,10 @@ export function isTransientFailure(err: unknown): boolean {
     const grpc = grpcCode(e);
     if (grpc !== undefined && TRANSIENT_GRPC_CODES.has(grpc)) return true;
     if (e instanceof KeyspaceError) return true;
+    // The player read a log to less than the head it asked for: a broker that joined the log's
+    // route after the content was written (and before it was persisted) cannot serve it yet.
+    // Upstream's player blocks until it can; ours plays again after a backoff.
+    if (e instanceof RecoveryLogError && /: content ends at offset \d+, before the head \d+$/.test(e.message)) return true;
     const code = (e as { code?: unknown }).code;
     if (code === 'ECONNRESET' || code === 'ECONNREFUSED' || code === 'EPIPE') return true;
     e = (e as { cause?: unknown }).cause;
