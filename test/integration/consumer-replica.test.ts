@@ -14,7 +14,7 @@ import { JournalClient } from '../../src/lib/index.js';
 import { Keyspace } from '../../src/lib/keyspace/index.js';
 import { ReplicaStatus_Code, type ShardSpec } from '../../src/lib/protocol/gen/consumer/protocol.js';
 import { decodeHints, emptyHints, journalLogSource, playLog } from '../../src/lib/recoverylog/index.js';
-import { hintBackupKeys, hintPrimaryKey } from '../../src/core/consumer/replica.js';
+import { hintBackupKeys, hintPrimaryKey } from '../../src/core/consumer/hints.js';
 import {
   applySumAppShards,
   createSumAppJournals,

@@ -5,9 +5,12 @@
 // a message is decoded from one framed record of a source journal, and the Shard context is a
 // plain object holding an AbortSignal in place of a Go context.
 import type { JournalClient } from '../../lib/client/journal-client.js';
-import type { Checkpoint, GetHintsResponse, ShardSpec } from '../../lib/protocol/gen/consumer/protocol.js';
+import type { GetHintsResponse, ShardSpec } from '../../lib/protocol/gen/consumer/protocol.js';
 import type { JournalSpec } from '../../lib/protocol/gen/broker/protocol.js';
 import type { UUID } from '../../lib/message/uuid.js';
+import type { Publisher } from '../../lib/client/publisher.js';
+import type { Recorder } from '../../lib/recoverylog/recorder.js';
+import type { Store as BaseStore } from './store.js';
 
 /** This member's assignment of a shard (slot 0 is the primary). */
 export interface ShardAssignment {
@@ -37,22 +40,8 @@ export interface Shard {
   progress(): { readThrough: Map<string, bigint>; publishAt: Map<string, bigint> };
 }
 
-/**
- * A shard's state, committed with its checkpoint. The plan of #27 puts the definitive interface
- * in `store.ts` (with the JSON file store); this is the same shape.
- */
-export interface Store {
-  /** The checkpoint last committed (an empty checkpoint for a new store). */
-  restoreCheckpoint(shard: Shard): Promise<Checkpoint>;
-  /**
-   * Starts committing the state with `checkpoint`, once every promise of `waitFor` has resolved
-   * (writes the transaction's messages caused). Resolves when the commit is durable; rejects when
-   * it failed (the shard then fails).
-   */
-  startCommit(shard: Shard, checkpoint: Checkpoint, waitFor: Promise<unknown>[]): Promise<void>;
-  /** Releases the store's resources (its directory, files). */
-  destroy(): Promise<void> | void;
-}
+/** A shard's state, committed with its checkpoint (the Store of store.ts, given this Shard context). */
+export type Store = BaseStore<Shard>;
 
 /** One decoded message and where it was read. */
 export interface Envelope<M = unknown> {
@@ -75,38 +64,22 @@ export interface MessageDecoder<M = unknown> {
   uuid(message: M): UUID;
 }
 
-/** Writes messages from within a transaction (seq's Publisher; opaque to the runtime here). */
-export interface TxnPublisher {
-  /** Pending appends of the transaction, waited for before its commit. */
-  pending?(): Promise<unknown>[];
-  /** The ACK intents of the transaction's messages (written after its commit, and kept in its checkpoint). */
-  buildAckIntents?(): Array<{ journal: string; intent: Buffer }>;
-}
-
 /** A consumer application. `S` is its Store type. */
 export interface Application<S extends Store = Store, M = unknown> {
   /**
    * Opens the shard's store. `recorder` records the store's files into the shard's recovery log
-   * (undefined when the shard has no recovery log); the directory it records is its `dir`.
+   * (undefined when the shard has no recovery log); the directory it records is its `dir`, played
+   * back from the log (JsonFileStore.open(recorder, …) is the store of a recorded JSON file).
    */
-  newStore(shard: Shard, recorder: ShardRecorder | undefined): Promise<S> | S;
+  newStore(shard: Shard, recorder: Recorder | undefined): Promise<S> | S;
   /** The decoder of messages of a source journal (upstream: NewMessage). */
   newMessage(journal: JournalSpec): MessageDecoder<M>;
   /** Applies one committed message to the store. */
-  consume(shard: Shard, store: S, envelope: Envelope<M>, publisher: TxnPublisher): Promise<void> | void;
+  consume(shard: Shard, store: S, envelope: Envelope<M>, publisher: Publisher): Promise<void> | void;
   /** Called once per transaction, before its commit starts. */
-  finalizeTxn(shard: Shard, store: S, publisher: TxnPublisher): Promise<void> | void;
+  finalizeTxn(shard: Shard, store: S, publisher: Publisher): Promise<void> | void;
   /** Optional: called before the first message of a transaction. */
   beginTxn?(shard: Shard, store: S): Promise<void> | void;
   /** Optional: called when a transaction ends, with its commit (rejected on failure). */
   finishedTxn?(shard: Shard, store: S, committed: Promise<void>): void;
-}
-
-/**
- * What a store records through: a directory whose changes go to the recovery log. The recovery
- * log's Recorder (rec's `src/lib/recoverylog/recorder.ts`) provides at least this.
- */
-export interface ShardRecorder {
-  /** The local directory the store lives in (played back from the log). */
-  readonly dir: string;
 }

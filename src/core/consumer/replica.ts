@@ -19,7 +19,8 @@ import path from 'node:path';
 import type { JournalClient } from '../../lib/client/journal-client.js';
 import { backoff, isAbortError, sleep } from '../../lib/client/retry.js';
 import { isTransientFailure } from './transient.js';
-import type { Keyspace, Compare, TxnOp } from '../../lib/keyspace/client.js';
+import type { Keyspace } from '../../lib/keyspace/client.js';
+import { Publisher } from '../../lib/client/publisher.js';
 import { label, labelSet } from '../../lib/protocol/labels.js';
 import { durationToNanos } from '../../lib/protocol/duration.js';
 import type { JournalSpec, Route } from '../../lib/protocol/gen/broker/protocol.js';
@@ -32,11 +33,11 @@ import {
   type ShardSpec,
 } from '../../lib/protocol/gen/consumer/protocol.js';
 import type { FSMHints } from '../../lib/protocol/gen/recoverylog/recorded_op.js';
-import { decodeHints, emptyHints, encodeHints } from '../../lib/recoverylog/hints.js';
 import { journalLogSource, playLog } from '../../lib/recoverylog/player.js';
 import { randomAuthor } from '../../lib/recoverylog/record.js';
-import type { Application, Shard, ShardAssignment, Store, TxnPublisher } from './app.js';
-import { LogRecorder, takeLogOver } from './recording.js';
+import { takeOverLog, type Recorder } from '../../lib/recoverylog/recorder.js';
+import { fetchHints, hintsResponse, pickFirstHints, shardRecoveryLog, storeRecordedHints, storeRecoveredHints, type HintsAssignment } from './hints.js';
+import type { Application, Shard, ShardAssignment, Store } from './app.js';
 import { Progress, runTransactions } from './transaction.js';
 
 export { isTransientFailure };
@@ -93,33 +94,12 @@ const MAX_ETCD_ERR_LEN = 2048;
 const RECOVERY_LOG_CONTENT_TYPE = 'application/x-gazette-recoverylog';
 const DEFAULT_HINTS_INTERVAL_MS = 5 * 60_000;
 
-/** The recovery log of a spec (empty without a recovery_log_prefix), as upstream names it. */
-export function recoveryLogOf(spec: ShardSpec): string {
-  return spec.recovery_log_prefix ? `${spec.recovery_log_prefix}/${spec.id}` : '';
-}
-
-/** The etcd key of a shard's primary hints. */
-export function hintPrimaryKey(spec: ShardSpec): string {
-  return `${spec.hint_prefix}/${spec.id}.primary`;
-}
-
-/** The etcd keys of a shard's backup hints, newest first. */
-export function hintBackupKeys(spec: ShardSpec): string[] {
-  return Array.from({ length: spec.hint_backups }, (_, i) => `${spec.hint_prefix}/${spec.id}.backup.${i}`);
-}
-
 function describe(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
 function withMessage(prefix: string, err: unknown): Error {
   return new Error(`${prefix}: ${describe(err)}`, { cause: err });
-}
-
-/** The primary and backup hints in etcd, with the backups' mod revisions (for rotation). */
-interface FetchedHints {
-  primary: FSMHints | undefined;
-  backups: Array<{ hints: FSMHints | undefined; value: Buffer | undefined; modRevision: bigint }>;
 }
 
 export class Replica {
@@ -133,7 +113,7 @@ export class Replica {
   private primaryReady = false;
   private recovered: GetHintsResponse | undefined;
   private dirs = new Set<string>();
-  private recorder: LogRecorder | undefined;
+  private recorder: Recorder | undefined;
   private store: Store | undefined;
   private readonly shard: Shard;
   private closed = false;
@@ -297,7 +277,7 @@ export class Replica {
 
   /** BACKFILL → STANDBY; returns once promoted (or aborted). */
   private async serveStandby(): Promise<void> {
-    const log = recoveryLogOf(this.spec);
+    const log = shardRecoveryLog(this.spec);
     if (!log) {
       await this.writeStatus({ code: ReplicaStatus_Code.STANDBY, errors: [] });
       await this.promoted;
@@ -307,7 +287,7 @@ export class Replica {
     // Already primary: completing recovery plays the log anyway; playing it first as a standby
     // would only delay the shard.
     if (this.current!.slot === 0) return;
-    const picked = await this.retrying('GetHints', async () => pickFirstHints(await this.fetchHints(), log));
+    const picked = await this.retrying('GetHints', async () => pickFirstHints(await fetchHints(this.host.ks, this.spec), log));
     await this.retrying('fetching log spec', () => this.checkLogSpec(picked.log));
     const dir = await this.newDir();
     try {
@@ -329,26 +309,31 @@ export class Replica {
 
   /** Completes recovery, then runs transactions as PRIMARY until closed or failed. */
   private async servePrimary(): Promise<void> {
-    this.host.log.info('promoted to primary', { shard: this.id, log: recoveryLogOf(this.spec) });
-    const log = recoveryLogOf(this.spec);
+    this.host.log.info('promoted to primary', { shard: this.id, log: shardRecoveryLog(this.spec) });
+    const log = shardRecoveryLog(this.spec);
     let recoveredHints: FSMHints | undefined;
     if (log) {
-      const fetched = await this.retrying('GetHints', () => this.fetchHints());
-      this.recovered = toHintsResponse(fetched);
+      const fetched = await this.retrying('GetHints', () => fetchHints(this.host.ks, this.spec));
+      this.recovered = { status: ConsumerStatus.OK, header: undefined, extension: Buffer.alloc(0), ...hintsResponse(fetched) };
       const picked = pickFirstHints(fetched, log);
       await this.retrying('fetching log spec', () => this.checkLogSpec(picked.log));
       const author = randomAuthor();
-      const barrierSource = () => journalLogSource(this.host.journals, { head: 'barrier', signal: this.signal });
-      const writer = await this.retrying('injecting hand-off', () => takeLogOver(barrierSource(), this.host.journals, picked, author, this.signal));
       const dir = await this.newDir();
-      const played = await this.retrying(`playing log ${picked.log}`, () => playLog(barrierSource(), picked, dir, { signal: this.signal, clearDir: true }));
-      if (played.fsm.nextSeqNo !== writer.fsm.nextSeqNo || played.fsm.nextChecksum !== writer.fsm.nextChecksum) {
-        throw new Error(
-          `completeRecovery: log ${log} moved on past the hand-off to author ${author.toString(32)} (played to seq ${played.fsm.nextSeqNo}, hand-off at ${writer.fsm.nextSeqNo}): another writer took it over`,
-        );
-      }
-      recoveredHints = writer.hints();
-      this.recorder = new LogRecorder(dir, this.host.journals, writer, this.signal);
+      // Plays the log to a barrier, hands it off to `author` with a no-op fencing the author
+      // register, checks nothing else got in first, and opens a Recorder continuing that state.
+      const taken = await this.retrying(`recovering log ${picked.log}`, () =>
+        takeOverLog({
+          client: this.host.journals,
+          source: journalLogSource(this.host.journals, { head: 'barrier', signal: this.signal }),
+          hints: picked,
+          dir,
+          author,
+          signal: this.signal,
+          onRetry: (r) => this.host.log.warn('recovery log append failed (will retry)', { shard: this.id, log: r.log, attempt: r.attempt, err: describe(r.error) }),
+        }),
+      );
+      recoveredHints = taken.recoveredHints;
+      this.recorder = taken.recorder;
     }
 
     const app = this.host.app;
@@ -368,7 +353,7 @@ export class Replica {
     if (recoveredHints && recoveredHints.log === log) {
       for (let attempt = 0; ; attempt++) {
         try {
-          await this.storeRecoveredHints(recoveredHints);
+          await storeRecoveredHints(this.host.ks, this.spec, this.hintsAssignment(), recoveredHints);
           break;
         } catch (err) {
           if (this.signal.aborted) return;
@@ -387,7 +372,7 @@ export class Replica {
     if (this.signal.aborted) return;
 
     const spec = this.spec;
-    const publisher: TxnPublisher = {};
+    const publisher = new Publisher(this.host.journals);
     const recorder = this.recorder;
     await runTransactions({
       shard: this.shard,
@@ -401,16 +386,32 @@ export class Replica {
       readQueueSize: spec.read_channel_size,
       progress: this.progress,
       publisher,
-      storeHints: recorder ? () => this.storeRecordedHints(recorder.hints()) : undefined,
+      storeHints: recorder ? () => this.storeRecordedHints(recorder) : undefined,
       hintsIntervalMs: this.opts.hintsIntervalMs ?? DEFAULT_HINTS_INTERVAL_MS,
       journalSpec: (j) => this.journalSpec(j),
       waitForAck: !spec.disable_wait_for_ack,
+      ringSize: spec.ring_buffer_size,
       signal: this.signal,
       log: this.host.log,
     }).catch((err: unknown) => {
       if (this.signal.aborted && isAbortError(err)) return;
       throw withMessage('runTransactions', err);
     });
+  }
+
+  private hintsAssignment(): HintsAssignment {
+    return { key: this.current!.assignmentKey, createRevision: this.current!.assignmentCreateRevision };
+  }
+
+  /** Stores the recorder's hints as the primary's; etcd being unavailable only skips this round (as upstream). */
+  private async storeRecordedHints(recorder: Recorder): Promise<void> {
+    const hints = await recorder.buildHints();
+    try {
+      await storeRecordedHints(this.host.ks, this.spec, this.hintsAssignment(), hints);
+    } catch (err) {
+      if (!isTransientFailure(err)) throw withMessage('storeRecordedHints', err);
+      this.host.log.warn('failed to store recorded hints (will retry)', { shard: this.id, err: describe(err) });
+    }
   }
 
   // ---- journals ------------------------------------------------------------------------------
@@ -430,77 +431,4 @@ export class Replica {
       throw new Error(`expected label content-type value ${RECOVERY_LOG_CONTENT_TYPE} (got ${ct[0] ?? ''})`);
     }
   }
-
-  // ---- hints in etcd (upstream's fetchHints, storeRecordedHints, storeRecoveredHints) ------------
-
-  private async fetchHints(): Promise<FetchedHints> {
-    const spec = this.spec;
-    const log = recoveryLogOf(spec);
-    const decode = (value: Buffer | undefined, key: string) => {
-      if (!value) return undefined;
-      try {
-        return decodeHints(value, { log });
-      } catch (err) {
-        throw withMessage(`hints at ${key}`, err);
-      }
-    };
-    const primaryKey = hintPrimaryKey(spec);
-    const primary = decode((await this.host.ks.get(primaryKey))?.value, primaryKey);
-    const backups: FetchedHints['backups'] = [];
-    for (const key of hintBackupKeys(spec)) {
-      const kv = await this.host.ks.get(key);
-      backups.push({ hints: decode(kv?.value, key), value: kv?.value, modRevision: kv?.modRevision ?? 0n });
-    }
-    return { primary, backups };
-  }
-
-  /** Writes the primary's hints, guarded on the assignment still existing (etcd unavailable: skipped). */
-  private async storeRecordedHints(hints: FSMHints): Promise<void> {
-    const u = this.current!;
-    try {
-      await this.host.ks.txn({
-        compare: [{ key: u.assignmentKey, target: 'createRevision', value: u.assignmentCreateRevision }],
-        success: [{ put: hintPrimaryKey(u.spec), value: encodeHints(hints) }],
-      });
-    } catch (err) {
-      if (!isTransientFailure(err)) throw withMessage('storeRecordedHints', err);
-      this.host.log.warn('failed to store recorded hints (will retry)', { shard: this.id, err: describe(err) });
-    }
-  }
-
-  /** Writes recovered hints to backup 0, rotating backup i to i+1, in one guarded transaction. */
-  private async storeRecoveredHints(hints: FSMHints): Promise<void> {
-    const u = this.current!;
-    const keys = hintBackupKeys(u.spec);
-    const fetched = await this.fetchHints();
-    const compare: Compare[] = [{ key: u.assignmentKey, target: 'createRevision', value: u.assignmentCreateRevision }];
-    const success: TxnOp[] = [];
-    let val: string | Buffer | undefined = encodeHints(hints);
-    for (let i = 0; i < keys.length && val !== undefined; i++) {
-      success.push({ put: keys[i]!, value: val });
-      const b = fetched.backups[i]!;
-      compare.push({ key: keys[i]!, target: 'modRevision', value: b.value ? b.modRevision : 0n });
-      val = b.value;
-    }
-    const r = await this.host.ks.txn({ compare, success });
-    if (!r.succeeded) throw new Error('unexpected etcd transaction failure');
-  }
 }
-
-/** The primary hints, else the newest backup, else empty hints of `log` (upstream's PickFirstHints). */
-export function pickFirstHints(h: FetchedHints, log: string): FSMHints {
-  if (h.primary) return h.primary;
-  for (const b of h.backups) if (b.hints) return b.hints;
-  return emptyHints(log);
-}
-
-function toHintsResponse(h: FetchedHints): GetHintsResponse {
-  return {
-    status: ConsumerStatus.OK,
-    header: undefined,
-    primary_hints: { hints: h.primary },
-    backup_hints: h.backups.map((b) => ({ hints: b.hints })),
-    extension: Buffer.alloc(0),
-  };
-}
-

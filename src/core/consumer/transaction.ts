@@ -12,14 +12,15 @@
 import type { JournalClient } from '../../lib/client/journal-client.js';
 import { backoff, isAbortError, sleep } from '../../lib/client/retry.js';
 import { isTransientFailure } from './transient.js';
-import { appendOnce } from '../../lib/client/appender.js';
+import type { Publisher } from '../../lib/client/publisher.js';
 import { BrokerStatusError } from '../../lib/protocol/errors.js';
+import { QueueOutcome, Sequencer } from '../../lib/message/sequencer.js';
+import { buildCheckpoint, flattenAckIntents, flattenProducerStates, flattenReadThrough, type AckIntent } from '../../lib/message/checkpoint.js';
 import { Status as BrokerStatus } from '../../lib/protocol/gen/broker/protocol.js';
 import { RecordSplitter } from '../../lib/message/framing.js';
-import { MessageFlags, getFlags } from '../../lib/message/uuid.js';
 import type { JournalSpec } from '../../lib/protocol/gen/broker/protocol.js';
 import type { Checkpoint, ShardSpec_Source } from '../../lib/protocol/gen/consumer/protocol.js';
-import type { Application, Envelope, MessageDecoder, Shard, Store, TxnPublisher } from './app.js';
+import type { Application, Envelope, MessageDecoder, Shard, Store } from './app.js';
 
 /** Read-through progress of a primary, with waiters (Stat). */
 export class Progress {
@@ -108,109 +109,20 @@ class EnvelopeQueue {
   }
 }
 
-/** What a producer's state is to a checkpoint (the shape of seq's ProducerState). */
-export interface TxnProducerState {
-  journal: string;
-  producer: Uint8Array;
-  lastAck: bigint;
-  begin: bigint;
-}
-
-/**
- * The part of the exactly-once Sequencer (seq's `src/lib/message/sequencer.ts`, a port of
- * upstream's message.Sequencer) the loop uses: queue() each read-uncommitted envelope, then
- * step() through the committed messages it released (`dequeued`), re-reading a range first when
- * the sequence fell out of the ring.
- */
-export interface TxnSequencer {
-  readonly dequeued: Envelope | undefined;
-  readonly replaying: boolean;
-  queue(env: Envelope): string;
-  step(): boolean;
-  stepAsync(): Promise<boolean>;
-  replayRange(): { journal: string; begin: bigint; end: bigint };
-  startReplay(it: AsyncIterator<Envelope>): void;
-  hasPending(): boolean;
-  checkpoint(pruneHorizonNanos: bigint): { offsets: Map<string, bigint>; states: TxnProducerState[] };
-}
-
-/** Outcomes of queue() after which committed messages wait to be dequeued (upstream's names). */
-const COMMIT_OUTCOMES = new Set(['outsideCommit', 'ackEmpty', 'ackCommitRing', 'ackCommitReplay']);
-/** Outcomes of a duplicate that no further message is expected to follow. */
-const DUPLICATE_OUTCOMES = new Set(['ackRollback', 'continueAlreadyAcked', 'continueRingClockLarger', 'outsideAlreadyAcked']);
-
-/**
- * A stand-in for the Sequencer until it lands on main: messages outside a transaction
- * (OUTSIDE_TXN, which includes the zero UUID of plain lines) and acknowledgements (ACK_TXN) are
- * committed as read, as the Sequencer commits them when no sequence is pending; a CONTINUE_TXN
- * message fails the shard rather than being applied before its transaction commits (or after it
- * rolled back). It keeps no producer states.
- */
-export class MinimalSequencer implements TxnSequencer {
-  private readonly offsets: Map<string, bigint>;
-  private queued: Envelope | undefined;
-  private current: Envelope | undefined;
-  readonly replaying = false;
-
-  constructor(offsets: Map<string, bigint>) {
-    this.offsets = new Map(offsets);
-  }
-
-  get dequeued(): Envelope | undefined {
-    return this.current;
-  }
-
-  queue(env: Envelope): string {
-    const flags = getFlags(env.uuid);
-    if (flags & MessageFlags.CONTINUE_TXN) {
-      throw new Error(`${env.journal}@${env.begin}: a transactional message (CONTINUE_TXN) needs the exactly-once sequencer, which this build lacks`);
-    }
-    this.queued = env;
-    return flags & MessageFlags.ACK_TXN ? 'ackEmpty' : 'outsideCommit';
-  }
-
-  step(): boolean {
-    if (this.current) this.offsets.set(this.current.journal, this.current.end);
-    this.current = this.queued;
-    this.queued = undefined;
-    return this.current !== undefined;
-  }
-
-  async stepAsync(): Promise<boolean> {
-    return this.step();
-  }
-
-  replayRange(): never {
-    throw new Error('no sequence to replay');
-  }
-
-  startReplay(): never {
-    throw new Error('no sequence to replay');
-  }
-
-  hasPending(): boolean {
-    return false;
-  }
-
-  checkpoint(): { offsets: Map<string, bigint>; states: TxnProducerState[] } {
-    return { offsets: new Map(this.offsets), states: [] };
-  }
-}
+/** Outcomes of Sequencer.queue() after which committed messages wait to be dequeued. */
+const COMMIT_OUTCOMES = new Set<string>([QueueOutcome.OUTSIDE_COMMIT, QueueOutcome.ACK_EMPTY, QueueOutcome.ACK_COMMIT_RING, QueueOutcome.ACK_COMMIT_REPLAY]);
+/** Outcomes of a duplicate that no further message is expected to follow (upstream's txnRead). */
+const DUPLICATE_OUTCOMES = new Set<string>([
+  QueueOutcome.ACK_ROLLBACK,
+  QueueOutcome.CONTINUE_ALREADY_ACKED,
+  QueueOutcome.CONTINUE_TXN_CLOCK_LARGER,
+  QueueOutcome.OUTSIDE_ALREADY_ACKED,
+]);
 
 /** Producers more than a day behind their journal's newest ACK are pruned at checkpoints (upstream). */
 export const SEQUENCER_PRUNE_HORIZON_NANOS = 24n * 3600n * 1_000_000_000n;
-
-/** A checkpoint of read-through offsets, producer states and ACK intents (upstream's BuildCheckpoint). */
-export function buildTxnCheckpoint(offsets: Map<string, bigint>, states: TxnProducerState[], acks: Array<{ journal: string; intent: Buffer }>): Checkpoint {
-  const cp: Checkpoint = { sources: {}, ack_intents: {} };
-  for (const [j, off] of offsets) cp.sources[j] = { read_through: off, producers: [] };
-  for (const p of states) {
-    const src = (cp.sources[p.journal] ??= { read_through: 0n, producers: [] });
-    src.producers.push({ id: Buffer.from(p.producer), state: { last_ack: p.lastAck, begin: p.begin } });
-  }
-  for (const a of acks) cp.ack_intents[a.journal] = a.intent;
-  return cp;
-}
+/** Ring of the exactly-once sequencer, when the ShardSpec gives none (upstream's default). */
+const DEFAULT_RING_SIZE = 8192;
 
 export interface TransactionsOptions {
   shard: Shard;
@@ -225,7 +137,7 @@ export interface TransactionsOptions {
   /** Capacity of the read queue (ShardSpec.read_channel_size, default 8192 as upstream). */
   readQueueSize?: number;
   progress: Progress;
-  publisher: TxnPublisher;
+  publisher: Publisher;
   /** Stores the recorder's hints every `hintsIntervalMs` (between transactions, as upstream). */
   storeHints?: () => Promise<void>;
   hintsIntervalMs?: number;
@@ -237,8 +149,8 @@ export interface TransactionsOptions {
   proxyReads?: boolean;
   /** Wait for the ACK of a sequence begun in the transaction, up to maxTxnMs (not ShardSpec.disable_wait_for_ack). */
   waitForAck?: boolean;
-  /** The Sequencer from a checkpoint (default: MinimalSequencer). */
-  newSequencer?: (cp: Checkpoint) => TxnSequencer;
+  /** Ring size of the sequencer (ShardSpec.ring_buffer_size; default 8192 as upstream). */
+  ringSize?: number;
 }
 
 const DEFAULT_READ_QUEUE = 8192;
@@ -379,7 +291,9 @@ export async function runTransactions(o: TransactionsOptions): Promise<void> {
   const queue = new EnvelopeQueue(o.readQueueSize && o.readQueueSize > 0 ? o.readQueueSize : DEFAULT_READ_QUEUE);
   const start = new Map<string, bigint>();
   for (const [j, s] of Object.entries(o.checkpoint.sources)) start.set(j, s.read_through);
-  const seq = o.newSequencer ? o.newSequencer(o.checkpoint) : new MinimalSequencer(start);
+  const seq = new Sequencer<unknown>(flattenReadThrough(o.checkpoint), flattenProducerStates(o.checkpoint), o.ringSize && o.ringSize > 0 ? o.ringSize : DEFAULT_RING_SIZE, (msg, fields) =>
+    o.log.warn(msg, fields),
+  );
 
   const readers: Promise<void>[] = [];
   for (const src of o.sources) {
@@ -404,21 +318,11 @@ export async function runTransactions(o: TransactionsOptions): Promise<void> {
   const hintsEvery = o.hintsIntervalMs ?? 5 * 60_000;
   let hintsTimer = o.storeHints ? new Deadline(hintsEvery) : undefined;
 
-  /** Appends ACK intents (each to its journal); a journal gone since is skipped when `lenient`. */
-  const writeAcks = (acks: Array<{ journal: string; intent: Buffer }>, lenient: boolean) =>
-    Promise.all(
-      acks.map(async (a) => {
-        try {
-          const res = await appendOnce(o.journals, a.journal, [a.intent], { signal });
-          return [a.journal, res.commit?.end ?? 0n] as const;
-        } catch (err) {
-          if (lenient && err instanceof BrokerStatusError && err.status === BrokerStatus.JOURNAL_NOT_FOUND) {
-            o.log.warn('discarding recovered ACK intent of a journal that does not exist', { journal: a.journal });
-            return undefined;
-          }
-          throw new Error(`writing ACK intent of ${a.journal}: ${describe(err)}`, { cause: err });
-        }
-      }),
+  /** Appends ACK intents through the publisher (after its queued messages); a journal gone since is skipped when `lenient`. */
+  const writeAcks = (acks: AckIntent[], lenient: boolean): Promise<Map<string, bigint>> =>
+    o.publisher.writeAckIntents(
+      acks,
+      lenient ? { onMissing: (journal) => o.log.warn('discarding recovered ACK intent of a journal that does not exist', { journal }) } : {},
     );
 
   const stepSeq = (): Promise<boolean> => (seq.replaying ? seq.stepAsync() : Promise.resolve(seq.step()));
@@ -459,7 +363,7 @@ export async function runTransactions(o: TransactionsOptions): Promise<void> {
 
   try {
     // Acknowledge (again) the messages of the recovered checkpoint's transaction first.
-    const recoveredAcks = Object.entries(o.checkpoint.ack_intents).map(([journal, intent]) => ({ journal, intent }));
+    const recoveredAcks = flattenAckIntents(o.checkpoint);
     if (recoveredAcks.length > 0) prev = track(writeAcks(recoveredAcks, true).then(() => undefined));
 
     for (;;) {
@@ -513,9 +417,10 @@ export async function runTransactions(o: TransactionsOptions): Promise<void> {
         checkPrev();
         await o.app.finalizeTxn(o.shard, o.store, o.publisher);
         const { offsets, states } = seq.checkpoint(SEQUENCER_PRUNE_HORIZON_NANOS);
-        const acks = o.publisher.buildAckIntents?.() ?? [];
-        const cp = buildTxnCheckpoint(offsets, states, acks);
-        const waitFor = o.publisher.pending?.() ?? [];
+        const acks = o.publisher.buildAckIntents();
+        const cp = buildCheckpoint({ readThrough: offsets, producerStates: states, ackIntents: acks });
+        // The transaction's own writes must be durable before its checkpoint (their ACKs) is.
+        const waitFor = o.publisher.pending();
         commit = o.store.startCommit(o.shard, cp, waitFor);
         // After the commit, the ACKs of the transaction's messages: downstream readers may then
         // apply them. A fault in between is covered by the intents in the checkpoint.
@@ -524,7 +429,7 @@ export async function runTransactions(o: TransactionsOptions): Promise<void> {
           const written = await writeAcks(acks, false);
           o.progress.signal((rt, publishAt) => {
             for (const [j, off] of readThrough) rt.set(j, off);
-            for (const w of written) if (w) publishAt.set(w[0], w[1]);
+            for (const [j, off] of written) publishAt.set(j, off);
           });
         });
         prev = track(full);
