@@ -372,7 +372,12 @@ export class Replica {
     if (this.signal.aborted) return;
 
     const spec = this.spec;
-    const publisher = new Publisher(this.host.journals);
+    const publisher = new Publisher(this.host.journals, {
+      append: {
+        signal: this.signal,
+        onRetry: (r) => this.host.log.warn('publish append failed (will retry)', { shard: this.id, journal: r.journal, attempt: r.attempt }),
+      },
+    });
     const recorder = this.recorder;
     await runTransactions({
       shard: this.shard,
