@@ -174,7 +174,7 @@ async function readSource(o: TransactionsOptions, queue: EnvelopeQueue, journal:
   while (!signal.aborted) {
     const splitter = new RecordSplitter(decoder.framing);
     const base = offset;
-    const reader = o.journals.read({ journal, offset, block: true, do_not_proxy: !o.proxyReads }, { signal });
+    const reader = o.journals.read({ journal, offset, block: true, ...(o.proxyReads ? { do_not_proxy: false } : {}) }, { signal });
     try {
       for await (const chunk of reader) {
         if (chunk.content.length === 0) continue;
@@ -267,7 +267,7 @@ async function* readRange(o: TransactionsOptions, journal: string, begin: bigint
   const decoder = o.app.newMessage(await o.journalSpec(journal));
   const splitter = new RecordSplitter(decoder.framing);
   let at = begin;
-  const reader = o.journals.read({ journal, offset: begin, end_offset: end, block: true, do_not_proxy: !o.proxyReads }, { signal });
+  const reader = o.journals.read({ journal, offset: begin, end_offset: end, block: true, ...(o.proxyReads ? { do_not_proxy: false } : {}) }, { signal });
   for await (const chunk of reader) {
     if (chunk.content.length === 0) continue;
     const content = Buffer.from(chunk.content);
