@@ -52,19 +52,40 @@ export type SumStore = JsonFileStore<Sums>;
  * ignored; null leaves a field zero.
  */
 export function decodeSumRecord(line: Buffer): SumRecord {
-  const v = parseExactJson(line.toString('utf8'), 'record is');
-  if (v === null || typeof v !== 'object' || Array.isArray(v) || v instanceof JsonNum) throw new Error(`record is not a JSON object: ${line.toString('utf8').slice(0, 80).trim()}`);
+  const text = line.toString('utf8');
+  // Fast path: when no number can be a float, an exponent or beyond 15 digits (a digit next to
+  // `.`, `e` or `E`, or 16 digits in a row, anywhere, keys included), JSON.parse reads every
+  // number exactly. Anything else takes the exact parser, which keeps numbers' text.
+  if (!SLOW_NUMBERS.test(text)) {
+    let v: unknown;
+    try {
+      v = JSON.parse(text);
+    } catch {
+      v = undefined; // the exact parser words the error
+    }
+    if (v !== undefined) return fromObject(v, text, (n) => (typeof n === 'number' ? String(n) : undefined));
+  }
+  return fromObject(parseExactJson(text, 'record is'), text, (n) => (n instanceof JsonNum ? n.text : undefined));
+}
+
+const SLOW_NUMBERS = /\d[.eE]|[.eE][+-]?\d|\d{16}/;
+
+/** Go's decoding of a record from a parsed document; `num` gives a number's text (undefined: not a number). */
+function fromObject(v: unknown, text: string, num: (n: unknown) => string | undefined): SumRecord {
+  if (v === null || typeof v !== 'object' || Array.isArray(v) || v instanceof JsonNum) throw new Error(`record is not a JSON object: ${text.slice(0, 80).trim()}`);
   let key = '';
   let value = 0n;
   let uuid: UUID = ZERO_UUID;
-  for (const [k, f] of Object.entries(v)) {
+  for (const k in v) {
+    const f = (v as Record<string, unknown>)[k];
     if (f === null) continue;
     if (goJsonKeyMatches(k, 'key')) {
       if (typeof f !== 'string') throw new Error('record: key is not a string');
       key = f;
     } else if (goJsonKeyMatches(k, 'value')) {
-      if (!(f instanceof JsonNum) || !/^-?\d+$/.test(f.text)) throw new Error(`record: value ${f instanceof JsonNum ? f.text : JSON.stringify(f)} is not an integer`);
-      value = BigInt(f.text);
+      const t = num(f);
+      if (t === undefined || !/^-?\d+$/.test(t)) throw new Error(`record: value ${t ?? JSON.stringify(f)} is not an integer`);
+      value = BigInt(t);
     } else if (goJsonKeyMatches(k, 'UUID')) {
       if (typeof f !== 'string') throw new Error('record: UUID is not a string');
       uuid = parseGoUUID(f);

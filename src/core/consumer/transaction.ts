@@ -69,7 +69,14 @@ class EnvelopeQueue {
     return this.items.length - this.head;
   }
 
-  async push(item: Item, signal: AbortSignal): Promise<void> {
+  /** Adds an item; returns a promise only when the queue is full (to wait on before the next push). */
+  push(item: Item, signal: AbortSignal): Promise<void> | undefined {
+    if (this.size >= this.capacity && !signal.aborted) return this.pushWhenRoom(item, signal);
+    this.add(item, signal);
+    return undefined;
+  }
+
+  private async pushWhenRoom(item: Item, signal: AbortSignal): Promise<void> {
     while (this.size >= this.capacity && !signal.aborted) {
       await new Promise<void>((resolve) => {
         const done = () => {
@@ -80,6 +87,10 @@ class EnvelopeQueue {
         signal.addEventListener('abort', done, { once: true });
       });
     }
+    this.add(item, signal);
+  }
+
+  private add(item: Item, signal: AbortSignal): void {
     if (signal.aborted && item.env) return;
     this.items.push(item);
     const r = this.readers;
@@ -199,7 +210,8 @@ async function readSource(o: TransactionsOptions, queue: EnvelopeQueue, journal:
           } catch (err) {
             throw new DecodeError(`${journal}@${at}: decoding message: ${describe(err)}`, { cause: err });
           }
-          await queue.push({ env: { journal, begin: at, end, message, uuid: decoder.uuid(message) } }, signal);
+          const full = queue.push({ env: { journal, begin: at, end, message, uuid: decoder.uuid(message) } }, signal);
+          if (full) await full;
           at = end;
           offset = end;
         }
@@ -325,10 +337,14 @@ export async function runTransactions(o: TransactionsOptions): Promise<void> {
       lenient ? { onMissing: (journal) => o.log.warn('discarding recovered ACK intent of a journal that does not exist', { journal }) } : {},
     );
 
-  const stepSeq = (): Promise<boolean> => (seq.replaying ? seq.stepAsync() : Promise.resolve(seq.step()));
+  // Per message the loop stays synchronous (no await) unless a replay reads the journal again.
+  const stepSeq = (): Promise<boolean> | boolean => (seq.replaying ? seq.stepAsync() : seq.step());
 
-  /** Queues read envelopes into the sequencer until a committed message is ready; false when none is. */
-  const pump = async (): Promise<boolean> => {
+  /**
+   * Queues read envelopes into the sequencer until a committed message is ready; false when none
+   * is. A promise only while a replay is being read.
+   */
+  const pump = (): Promise<boolean> | boolean => {
     while (!seq.dequeued) {
       const item = queue.shift();
       if (!item) return false;
@@ -340,7 +356,8 @@ export async function runTransactions(o: TransactionsOptions): Promise<void> {
         seq.startReplay(readRange(o, r.journal, r.begin, r.end, signal)[Symbol.asyncIterator]());
       }
       if (COMMIT_OUTCOMES.has(outcome)) {
-        await stepSeq();
+        const stepped = stepSeq();
+        if (stepped instanceof Promise) return stepped.then(() => pump());
       } else if (DUPLICATE_OUTCOMES.has(outcome) && !inTxn) {
         // A duplicate begins nothing; report it as read so that a Stat waiting for its offset
         // does not stall (upstream: progress of an idle shard, or the previous transaction's).
@@ -370,7 +387,9 @@ export async function runTransactions(o: TransactionsOptions): Promise<void> {
       checkPrev();
       await maybeStoreHints();
       // Idle: wait for the first committed message of the next transaction.
-      while (!(await pump())) {
+      for (;;) {
+        const ready = pump();
+        if (ready instanceof Promise ? await ready : ready) break;
         if (signal.aborted) return;
         const waits: Promise<unknown>[] = [queue.ready(), aborted];
         if (prev && !prev.settled) waits.push(prev.promise.catch(() => undefined));
@@ -389,10 +408,18 @@ export async function runTransactions(o: TransactionsOptions): Promise<void> {
       let commit: Promise<void> | undefined;
       try {
         for (;;) {
-          while (!maxD.fired && !signal.aborted && (seq.dequeued || (await pump()))) {
-            await o.app.consume(o.shard, o.store, seq.dequeued!, o.publisher);
-            consumed++;
-            await stepSeq();
+          for (;;) {
+            if (maxD.fired || signal.aborted) break;
+            if (!seq.dequeued) {
+              const ready = pump();
+              if (!(ready instanceof Promise ? await ready : ready)) break;
+            }
+            const done = o.app.consume(o.shard, o.store, seq.dequeued!, o.publisher);
+            if (done) await done;
+            // Let timers (maxD) and reads run now and then during a long synchronous run.
+            if (++consumed % 1024 === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+            const stepped = stepSeq();
+            if (stepped instanceof Promise) await stepped;
           }
           if (maxD.fired || signal.aborted) break;
           checkPrev();
