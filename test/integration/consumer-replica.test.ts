@@ -123,6 +123,8 @@ describe('consumer replica: recovery of a Go-written log, transactions, standby 
     await a.close();
     await b.assign(0);
     await b.waitFor(ReplicaStatus_Code.PRIMARY);
+    // b tailed a's commits as a standby and completed recovery from the state it tailed.
+    assert.ok(b.logLines.some((l) => /completing recovery .*"from":"tailed state"/.test(l)), b.logLines.join('\n'));
     await load.round(20);
     await load.round(20);
     await waitReadThrough(b);

@@ -33,7 +33,9 @@ import {
   type ShardSpec,
 } from '../../lib/protocol/gen/consumer/protocol.js';
 import type { FSMHints } from '../../lib/protocol/gen/recoverylog/recorded_op.js';
-import { journalLogSource, playLog } from '../../lib/recoverylog/player.js';
+import { journalLogSource, playLog, type PlayResult } from '../../lib/recoverylog/player.js';
+import { decodeFrames, type ContentChunk } from '../../lib/recoverylog/framing.js';
+import type { FSM } from '../../lib/recoverylog/fsm.js';
 import { randomAuthor } from '../../lib/recoverylog/record.js';
 import { takeOverLog, type Recorder } from '../../lib/recoverylog/recorder.js';
 import { fetchHints, hintsResponse, pickFirstHints, shardRecoveryLog, storeRecordedHints, storeRecoveredHints, type HintsAssignment } from './hints.js';
@@ -114,6 +116,8 @@ export class Replica {
   private recovered: GetHintsResponse | undefined;
   private dirs = new Set<string>();
   private recorder: Recorder | undefined;
+  /** The state machine of a standby's tail of the log (undefined before or when tailing failed). */
+  private tailed: FSM | undefined;
   private store: Store | undefined;
   private readonly shard: Shard;
   private closed = false;
@@ -290,21 +294,65 @@ export class Replica {
     const picked = await this.retrying('GetHints', async () => pickFirstHints(await fetchHints(this.host.ks, this.spec), log));
     await this.retrying('fetching log spec', () => this.checkLogSpec(picked.log));
     const dir = await this.newDir();
+    let played: PlayResult;
     try {
       // A standby reads to the write head without appending (upstream's backfill reads
       // non-blocking to the head); the primary's completion appends a barrier.
-      await this.retrying(`playing log ${picked.log}`, () =>
+      played = await this.retrying(`playing log ${picked.log}`, () =>
         playLog(journalLogSource(this.host.journals, { head: 'write-head', signal: this.signal }), picked, dir, { signal: this.signal, clearDir: true }),
       );
     } finally {
-      // The playback proves the log plays; completion at promotion plays it again from the
-      // freshest hints through the hand-off, so this copy is not kept.
+      // The files are not kept: completion at promotion plays the live files again through the
+      // hand-off, from the hints of the tailed state (below), which name only the live files'
+      // latest segments.
       await this.dropDir(dir);
     }
     if (this.signal.aborted) return;
     this.host.log.info('now tailing live log', { shard: this.id, log });
     await this.writeStatus({ code: ReplicaStatus_Code.STANDBY, errors: [] });
+    const tail = new AbortController();
+    const tailing = this.tailLog(picked.log, played.fsm, played.heads.get(picked.log) ?? 0n, AbortSignal.any([this.signal, tail.signal]));
     await this.promoted;
+    tail.abort();
+    await tailing;
+  }
+
+  /**
+   * Tails the log as a hot standby: a blocking read from the played head whose ops go through
+   * the played state machine (no files are written), so that at promotion the hand-off plays
+   * from hints of the latest state rather than from the hints in etcd (the primary stores them
+   * every few minutes). A failure only ends the tail: promotion then uses etcd's hints.
+   */
+  private async tailLog(log: string, fsm: FSM, from: bigint, signal: AbortSignal): Promise<void> {
+    const journals = this.host.journals;
+    async function* content(): AsyncGenerator<ContentChunk> {
+      for (let attempt = 0; !signal.aborted; attempt++) {
+        const r = journals.read({ journal: log, offset: from, block: true }, { signal });
+        try {
+          for await (const c of r) {
+            if (c.content.length === 0) continue;
+            const bytes = Uint8Array.prototype.slice.call(c.content);
+            c.release?.();
+            from = c.offset + BigInt(bytes.length);
+            yield { offset: c.offset, content: bytes };
+            attempt = 0;
+          }
+        } catch (err) {
+          if (signal.aborted || !isTransientFailure(err)) throw err;
+          await sleep(backoff(attempt), signal);
+        }
+      }
+    }
+    this.tailed = fsm;
+    try {
+      for await (const ev of decodeFrames(log, from, content())) {
+        if (ev.kind === 'op') fsm.apply(ev.op, ev.payload);
+      }
+    } catch (err) {
+      if (signal.aborted) return;
+      this.host.log.warn('tailing the recovery log stopped', { shard: this.id, log, err: describe(err) });
+      this.tailed = undefined;
+    }
   }
 
   /** Completes recovery, then runs transactions as PRIMARY until closed or failed. */
@@ -315,13 +363,16 @@ export class Replica {
     if (log) {
       const fetched = await this.retrying('GetHints', () => fetchHints(this.host.ks, this.spec));
       this.recovered = { status: ConsumerStatus.OK, header: undefined, extension: Buffer.alloc(0), ...hintsResponse(fetched) };
-      const picked = pickFirstHints(fetched, log);
+      // A standby that tailed the log plays from hints of the state it reached; else etcd's.
+      const tailed = this.tailed?.lastLog === log ? this.tailed.buildHints(log) : undefined;
+      let picked = tailed ?? pickFirstHints(fetched, log);
+      this.host.log.info('completing recovery', { shard: this.id, log, from: tailed ? 'tailed state' : 'stored hints', nextSeqNo: this.tailed?.nextSeqNo });
       await this.retrying('fetching log spec', () => this.checkLogSpec(picked.log));
       const author = randomAuthor();
       const dir = await this.newDir();
       // Plays the log to a barrier, hands it off to `author` with a no-op fencing the author
       // register, checks nothing else got in first, and opens a Recorder continuing that state.
-      const taken = await this.retrying(`recovering log ${picked.log}`, () =>
+      const takeOver = () =>
         takeOverLog({
           client: this.host.journals,
           source: journalLogSource(this.host.journals, { head: 'barrier', signal: this.signal }),
@@ -330,8 +381,17 @@ export class Replica {
           author,
           signal: this.signal,
           onRetry: (r) => this.host.log.warn('recovery log append failed (will retry)', { shard: this.id, log: r.log, attempt: r.attempt, err: describe(r.error) }),
-        }),
-      );
+        });
+      let taken: Awaited<ReturnType<typeof takeOverLog>>;
+      try {
+        taken = await this.retrying(`recovering log ${picked.log}`, takeOver);
+      } catch (err) {
+        if (!tailed || this.signal.aborted) throw err;
+        // The tailed state did not play (it should): recover from etcd's hints instead.
+        this.host.log.warn('recovery from the tailed state failed, recovering from the stored hints', { shard: this.id, err: describe(err) });
+        picked = pickFirstHints(fetched, log);
+        taken = await this.retrying(`recovering log ${picked.log}`, takeOver);
+      }
       recoveredHints = taken.recoveredHints;
       this.recorder = taken.recorder;
     }
