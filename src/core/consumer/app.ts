@@ -83,3 +83,8 @@ export interface Application<S extends Store = Store, M = unknown> {
   /** Optional: called when a transaction ends, with its commit (rejected on failure). */
   finishedTxn?(shard: Shard, store: S, committed: Promise<void>): void;
 }
+
+/** The publisher an application is given (an earlier name of this seam; prefer Publisher). */
+export type TxnPublisher = Publisher;
+/** The recorder a store records through (an earlier name of this seam; prefer Recorder). */
+export type ShardRecorder = Recorder;
