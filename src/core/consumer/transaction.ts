@@ -10,7 +10,7 @@
 // starts its own commit only after N's has resolved. Progress (the read-through offsets Stat
 // waits for) moves when a commit resolves.
 import type { JournalClient } from '../../lib/client/journal-client.js';
-import { backoff, isAbortError, sleep } from '../../lib/client/retry.js';
+import { backoff, sleep } from '../../lib/client/retry.js';
 import { isTransientFailure } from './transient.js';
 import type { Publisher } from '../../lib/client/publisher.js';
 import { BrokerStatusError } from '../../lib/protocol/errors.js';
@@ -439,6 +439,8 @@ export async function runTransactions(o: TransactionsOptions): Promise<void> {
           }
           break;
         }
+        // Closed mid-transaction: nothing of it is committed (the next primary reads it again).
+        if (signal.aborted) return;
         // Stalled on the previous commit (if still in flight), then commit this one.
         if (prev && !prev.settled) await prev.promise.catch(() => undefined);
         checkPrev();
@@ -474,7 +476,8 @@ export async function runTransactions(o: TransactionsOptions): Promise<void> {
       }
     }
   } catch (err) {
-    if (signal.aborted && isAbortError(err)) return;
+    // Once closed, failures are those of the teardown (aborted reads, a stopped recorder).
+    if (o.signal.aborted) return;
     throw err;
   } finally {
     hintsTimer?.cancel();
