@@ -26,6 +26,7 @@
 
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { JournalClient } from '../lib/client/journal-client.js';
 import { ShardClient } from '../lib/client/shard-client.js';
 import { nanosToDuration } from '../lib/protocol/duration.js';
@@ -170,7 +171,39 @@ export const goConsumer: ConsumerImpl = {
   },
 };
 
-const impls = new Map<string, ConsumerImpl>([[goConsumer.name, goConsumer]]);
+/**
+ * A consumer application of ours run by Node: `node <script> serve <flags>`, where the script
+ * calls `runConsumer(app)` (gazctl/consumer). Users testing their own applications register one
+ * with {@link registerConsumerImpl}; the sum app of this package is {@link tsConsumer}.
+ */
+export function nodeConsumerImpl(name: string, script: string, nodeArgs: string[] = []): ConsumerImpl {
+  return {
+    name,
+    async start(o: ConsumerStartOptions): Promise<ConsumerProcess> {
+      await mkdir(o.logDir, { recursive: true });
+      await mkdir(o.dataDir, { recursive: true });
+      const proc = spawnManaged({
+        name: `consumer ${o.id}`,
+        command: process.execPath,
+        args: [...nodeArgs, script, ...consumerServeArgs(o)],
+        logFile: join(o.logDir, `consumer-${o.id}.log`),
+        // Shard stores are played into the OS temp dir: keep them in the cluster's temp dir.
+        env: { ...serveEnv(o), TMPDIR: o.dataDir },
+        // runConsumer reads a gazette.ini from its working directory, as Go's does.
+        cwd: o.dataDir,
+      });
+      return new ChildConsumer(o.id, `http://127.0.0.1:${o.port}`, proc);
+    },
+  };
+}
+
+/** Our sum app, `bin/gazette-sum.js serve` (build first: it runs the compiled consumer). */
+export const tsConsumer: ConsumerImpl = nodeConsumerImpl('ts', fileURLToPath(new URL('../../../bin/gazette-sum.js', import.meta.url)));
+
+const impls = new Map<string, ConsumerImpl>([
+  [goConsumer.name, goConsumer],
+  [tsConsumer.name, tsConsumer],
+]);
 
 /** Make a consumer implementation selectable with `GAZCTL_TEST_CONSUMER=<impl.name>`. */
 export function registerConsumerImpl(impl: ConsumerImpl): void {
