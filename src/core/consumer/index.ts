@@ -4,3 +4,4 @@
 export { runConsumer, runConsumerCommand, type RunConsumerOptions } from './run.js';
 export type { Application, Shard, Store, Envelope, MessageDecoder, TxnPublisher, ShardRecorder } from './app.js';
 export { CONSUMER_FLAGS, type ConsumerConfig } from './flags.js';
+export { sumApp } from './sum-app.js';

@@ -46,7 +46,7 @@ import { validateShardID } from '../../lib/protocol/validate/names.js';
 import { decodeHints, encodeHints } from '../../lib/recoverylog/index.js';
 import { rpcError, toServiceError } from '../broker/rpc-errors.js';
 import type { Logger } from '../log.js';
-import type { Replica } from './replica.js';
+import { hintBackupKeys, hintPrimaryKey, recoveryLogOf, type Replica } from './replica.js';
 import type { ShardView } from './view.js';
 
 const EMPTY = Buffer.alloc(0);
@@ -61,21 +61,6 @@ export interface ShardServiceHost {
   readonly peers: ConnectionPool;
   /** This process's replica of a shard, if it holds one. */
   replica(shard: string): Replica | undefined;
-}
-
-/** Upstream's ShardSpec.HintPrimaryKey. */
-export function hintPrimaryKey(spec: ShardSpec): string {
-  return `${spec.hint_prefix}/${spec.id}.primary`;
-}
-
-/** Upstream's ShardSpec.HintBackupKeys. */
-export function hintBackupKeys(spec: ShardSpec): string[] {
-  return Array.from({ length: Math.max(0, spec.hint_backups) }, (_, i) => `${spec.hint_prefix}/${spec.id}.backup.${i}`);
-}
-
-/** Upstream's ShardSpec.RecoveryLog: `<recovery_log_prefix>/<id>`, or '' without a prefix. */
-export function recoveryLogOf(spec: ShardSpec): string {
-  return spec.recovery_log_prefix === '' ? '' : `${spec.recovery_log_prefix}/${spec.id}`;
 }
 
 function unroutedHeader(host: ShardServiceHost): Header {
@@ -156,14 +141,12 @@ export function shardService(host: ShardServiceHost): ShardServer {
       const found = await Promise.all(keys.map((k) => host.ks.get(k)));
       const hints = found.map((kv, i): FSMHints | undefined => {
         if (!kv || kv.value.length === 0) return undefined;
-        let h: FSMHints;
         try {
-          h = decodeHints(kv.value);
+          // Validated as upstream's fetchHints does, and checked to be of the shard's log.
+          return decodeHints(kv.value, { log });
         } catch (e) {
           throw new Error(`hints at ${keys[i]}: ${(e as Error).message}`);
         }
-        if (h.log !== log) throw new Error(`hints.Log ${h.log} != ShardSpec.RecoveryLog ${log}`);
-        return h;
       });
       return {
         status: Status.OK,
