@@ -85,6 +85,11 @@ export interface ConsumerProcess {
    * expires ({@link GO_CONSUMER_LEASE}).
    */
   stop(opts?: { graceful?: boolean; timeoutMs?: number }): Promise<void>;
+  /**
+   * Exit code once the consumer exited (optional): null when a signal ended it, e.g. the SIGKILL
+   * after a graceful stop that did not finish in time; undefined while it runs.
+   */
+  exitCode?(): number | null | undefined;
 }
 
 export interface ConsumerImpl {
@@ -120,9 +125,13 @@ class ChildConsumer implements ConsumerProcess {
   describe(): string {
     return this.proc.describe();
   }
+  private exited: number | null | undefined;
+  exitCode(): number | null | undefined {
+    return this.exited;
+  }
   async stop(opts: { graceful?: boolean; timeoutMs?: number } = {}): Promise<void> {
-    if (opts.graceful ?? true) await this.proc.stop('SIGTERM', opts.timeoutMs ?? CONSUMER_GRACEFUL_STOP_TIMEOUT_MS);
-    else await this.proc.stop('SIGKILL');
+    const info = (opts.graceful ?? true) ? await this.proc.stop('SIGTERM', opts.timeoutMs ?? CONSUMER_GRACEFUL_STOP_TIMEOUT_MS) : await this.proc.stop('SIGKILL');
+    this.exited = info.code;
   }
 }
 

@@ -299,7 +299,7 @@ export class Replica {
       // A standby reads to the write head without appending (upstream's backfill reads
       // non-blocking to the head); the primary's completion appends a barrier.
       played = await this.retrying(`playing log ${picked.log}`, () =>
-        playLog(journalLogSource(this.host.journals, { head: 'write-head', signal: this.signal }), picked, dir, { signal: this.signal, clearDir: true }),
+        playLog(journalLogSource(this.host.journals, { head: 'write-head', block: true, signal: this.signal }), picked, dir, { signal: this.signal, clearDir: true }),
       );
     } finally {
       // The files are not kept: completion at promotion plays the live files again through the
@@ -375,7 +375,7 @@ export class Replica {
       const takeOver = () =>
         takeOverLog({
           client: this.host.journals,
-          source: journalLogSource(this.host.journals, { head: 'barrier', signal: this.signal }),
+          source: journalLogSource(this.host.journals, { head: 'barrier', block: true, signal: this.signal }),
           hints: picked,
           dir,
           author,
