@@ -7,6 +7,8 @@
 // yields a `state.json` holding the totals (see {@link parseJsonFileState}). The reference is our
 // own small Go program on Gazette's consumer framework, `sum-consumer`
 // (scripts/peers/sum-consumer/main.go, built by scripts/install-peers.sh; docs/test-consumer.md).
+// Ours is `ts`: bin/gazette-sum.js, the same application on our consumer runtime (docs/consumer.md).
+// A script of your own that calls runConsumer(app) runs through nodeConsumerImpl(name, script).
 // Other implementations register with `registerConsumerImpl` and are chosen with
 // `GAZCTL_TEST_CONSUMER=<name>` (default `go`).
 //
