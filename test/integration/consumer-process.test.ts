@@ -92,7 +92,9 @@ describe('consumer process: membership, allocation and the Shard service', { tim
     );
     const hints = await shards.getHints(layout.shards[0]!.id);
     assert.equal(hints.status, ConsumerStatus.OK);
-    assert.equal(hints.primary_hints, undefined, 'no hints stored yet');
+    assert.equal(hints.primary_hints?.hints, undefined, 'no hints stored yet');
+    assert.equal(hints.backup_hints.length, shard.spec!.hint_backups, 'a slot per hint backup');
+    for (const b of hints.backup_hints) assert.equal(b.hints, undefined, 'no backup hints stored yet');
     await assert.rejects(shards.getHints('no-such-shard'), /SHARD_NOT_FOUND/);
     await assert.rejects(shards.stat('no-such-shard', { retry: { maxAttempts: 1 } }), /SHARD_NOT_FOUND/);
   });

@@ -13,7 +13,8 @@
 //     (the proxied request carries the header, and is never proxied again); SHARD_NOT_FOUND,
 //     NO_SHARD_PRIMARY, NOT_SHARD_PRIMARY as upstream.
 //   * GetHints: the primary hints and the hint_backups backups, read from etcd at the keys the
-//     spec names (`<hint_prefix>/<id>.primary`, `.backup.<n>`), JSON or protobuf as stored.
+//     spec names (`<hint_prefix>/<id>.primary`, `.backup.<n>`; hints.ts), JSON or protobuf as
+//     stored, each checked to be hints of the shard's recovery log.
 //   * Unassign: deletes the primary assignment of each shard (or only FAILED assignments with
 //     only_failed), guarded by their mod revisions; dry_run only reports.
 
@@ -39,14 +40,13 @@ import {
   type UnassignRequest,
   type UnassignResponse,
 } from '../../lib/protocol/gen/consumer/protocol.js';
-import type { FSMHints } from '../../lib/protocol/gen/recoverylog/recorded_op.js';
 import { selectorMatchesShard, validateLabelSelector } from '../../lib/protocol/selector.js';
 import { validateShardApplyRequest } from '../../lib/protocol/validate/requests.js';
 import { validateShardID } from '../../lib/protocol/validate/names.js';
-import { decodeHints, encodeHints } from '../../lib/recoverylog/index.js';
 import { rpcError, toServiceError } from '../broker/rpc-errors.js';
 import type { Logger } from '../log.js';
-import { hintBackupKeys, hintPrimaryKey, recoveryLogOf, type Replica } from './replica.js';
+import { fetchHints, hintsResponse, primaryHintsPut } from './hints.js';
+import type { Replica } from './replica.js';
 import type { ShardView } from './view.js';
 
 const EMPTY = Buffer.alloc(0);
@@ -114,7 +114,7 @@ export function shardService(host: ShardServiceHost): ShardServer {
         if (ch.upsert) {
           key = host.view.root + ITEMS_PREFIX + ch.upsert.id;
           ops.push({ put: key, value: Buffer.from(ShardSpec.encode(ch.upsert).finish()) });
-          if (ch.primary_hints) ops.push({ put: hintPrimaryKey(ch.upsert), value: encodeHints(ch.primary_hints as FSMHints) });
+          if (ch.primary_hints) ops.push(primaryHintsPut(ch.upsert, ch.primary_hints));
         } else {
           key = host.view.root + ITEMS_PREFIX + ch.delete;
           ops.push({ delete: key });
@@ -135,26 +135,8 @@ export function shardService(host: ShardServiceHost): ShardServer {
       const header = unroutedHeader(host);
       const entry = host.view.shards().get(req.shard);
       if (!entry) return { status: Status.SHARD_NOT_FOUND, header, primary_hints: undefined, backup_hints: [], extension: EMPTY };
-      const spec = entry.spec;
-      const log = recoveryLogOf(spec);
-      const keys = [hintPrimaryKey(spec), ...hintBackupKeys(spec)];
-      const found = await Promise.all(keys.map((k) => host.ks.get(k)));
-      const hints = found.map((kv, i): FSMHints | undefined => {
-        if (!kv || kv.value.length === 0) return undefined;
-        try {
-          // Validated as upstream's fetchHints does, and checked to be of the shard's log.
-          return decodeHints(kv.value, { log });
-        } catch (e) {
-          throw new Error(`hints at ${keys[i]}: ${(e as Error).message}`);
-        }
-      });
-      return {
-        status: Status.OK,
-        header,
-        primary_hints: hints[0] ? { hints: hints[0] } : undefined,
-        backup_hints: hints.slice(1).map((h) => ({ hints: h })),
-        extension: EMPTY,
-      };
+      // Read from etcd and validated (of the shard's recovery log) as upstream's fetchHints.
+      return { status: Status.OK, header, ...hintsResponse(await fetchHints(host.ks, entry.spec)), extension: EMPTY };
     }),
 
     unassign: unary(host, 'Unassign', async (req: UnassignRequest): Promise<UnassignResponse> => {
