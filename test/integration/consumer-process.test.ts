@@ -75,6 +75,16 @@ describe('consumer process: membership, allocation and the Shard service', { tim
     for (const n of perMember.values()) assert.ok(n >= 5 && n <= 6, `16 replicas spread evenly: ${JSON.stringify([...perMember])}`);
   });
 
+  test('/debug/ready and /metrics are served on the service port', async () => {
+    for (const c of group!.consumers) {
+      const ready = await fetch(`${c.endpoint}/debug/ready`);
+      assert.equal(ready.status, 200, `${c.id} ready`);
+      const metrics = await (await fetch(`${c.endpoint}/metrics`)).text();
+      assert.match(metrics, /^gazette_consumer_shards\{status="[A-Z]+"\} \d+$/m, `${c.id} reports its replicas by status`);
+      assert.match(metrics, /^process_cpu_seconds_total /m);
+    }
+  });
+
   test('Go gazctl shards list reads our consumers', async () => {
     const r = await runGoGazctlShards(['shards', 'list', '-l', `app=${layout.name}`, '--format=json'], { consumerAddress: group!.address, timeoutMs: 20_000 });
     assert.equal(r.code, 0, r.stderr);
