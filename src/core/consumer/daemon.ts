@@ -87,7 +87,13 @@ export async function serveConsumer(config: ConsumerConfig & { etcdPrefix: strin
       get peers() {
         return peers;
       },
-      replica: (shard) => replicas.get(shard),
+      // A request may come in after the view changed but before the listeners ran (they run
+      // once per watch delay): bring the replicas in line first, as upstream's resolver holds
+      // its shards in step with its key space.
+      replica: (shard) => {
+        if (!replicas.has(shard)) syncReplicas();
+        return replicas.get(shard);
+      },
     }),
     metrics,
     ready: () => started && member.registered && !member.exiting,
