@@ -34,6 +34,10 @@
 //   prune-plan   `shards prune-log --dry-run` (Go: `shards prune --dry-run`) of one shard whose
 //           recovery log has BENCH_PRUNE_FRAGMENTS fragments: see bench/shards.ts
 //           (BENCH_ONLY=shards runs both; their ratios are Go time / our time)
+//   consumer     the consumer runtime: msgs/s of the sum app at 1 and 8 shards, ours (gazette-sum)
+//           against the reference Go sum-consumer on the same brokers, CPU and peak RSS beside
+//           them, and failover time (kill -9 to PRIMARY again): see bench/consumer.ts
+//           (BENCH_CONSUMER_RECORDS, BENCH_CONSUMER_RUNS)
 //   peak RSS of `journals read` and `journals append` comes with the read and append runs
 //           (GNU time), summed up per tool in the summary
 //
@@ -46,7 +50,7 @@
 //   BENCH_RUNS        timed runs per tool for read and append (default 3)
 //   BENCH_COLD_RUNS   timed runs per command for cold start (default 15)
 //   BENCH_ONLY        comma list of read, append, cold, list, apply, direct, codecs, shards-list,
-//                     prune-plan, shards (= shards-list,prune-plan) (default all)
+//                     prune-plan, shards (= shards-list,prune-plan), consumer (default all)
 //   BENCH_CODEC_MB    content size of `codecs` in MiB (default 64)
 //   BENCH_SHARDS      shards listed by shards-list (default 10000)
 //   BENCH_PRUNE_FRAGMENTS  fragments of prune-plan's recovery log (default 100000)
@@ -95,6 +99,7 @@ import {
   type RunResult,
 } from './util.js';
 import { benchCodecs } from './codecs.js';
+import { benchConsumer } from './consumer.js';
 import { benchDirect, parseVariants } from './direct.js';
 import { BenchResults } from './results.js';
 import { benchShards, printShardsSummary, whichOurs, type ShardsPart, type ShardsResult } from './shards.js';
@@ -135,7 +140,7 @@ const SHARDS = intEnv('BENCH_SHARDS', 10_000, 1);
 const PRUNE_FRAGMENTS = intEnv('BENCH_PRUNE_FRAGMENTS', 100_000, 1);
 const SHARDS_RUNS = intEnv('BENCH_SHARDS_RUNS', 5, 1);
 const CODEC_MB = intEnv('BENCH_CODEC_MB', 64, 1);
-const KNOWN = ['read', 'append', 'cold', 'list', 'apply', 'direct', 'codecs', 'shards-list', 'prune-plan'];
+const KNOWN = ['read', 'append', 'cold', 'list', 'apply', 'direct', 'codecs', 'shards-list', 'prune-plan', 'consumer'];
 const ONLY = new Set(
   (process.env.BENCH_ONLY || KNOWN.join(','))
     .split(',')
@@ -669,6 +674,11 @@ async function main(): Promise<void> {
       );
     }
     if (ONLY.has('codecs')) await resultsFiles.during('codecs', () => benchCodecs({ sizeMb: CODEC_MB, runs: RUNS, work, fail }));
+    if (ONLY.has('consumer')) {
+      await resultsFiles.during('consumer', () =>
+        benchConsumer({ records: Number(process.env.BENCH_CONSUMER_RECORDS || 1_000_000), runs: Number(process.env.BENCH_CONSUMER_RUNS || 2), fail }),
+      );
+    }
     if (SHARDS_PARTS.size) {
       shardsResults = await benchShards({ parts: SHARDS_PARTS, runs: SHARDS_RUNS, shards: SHARDS, fragments: PRUNE_FRAGMENTS, command, env: baseEnv, work, fail });
     }

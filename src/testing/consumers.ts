@@ -7,6 +7,8 @@
 // yields a `state.json` holding the totals (see {@link parseJsonFileState}). The reference is our
 // own small Go program on Gazette's consumer framework, `sum-consumer`
 // (scripts/peers/sum-consumer/main.go, built by scripts/install-peers.sh; docs/test-consumer.md).
+// Ours is `ts`: bin/gazette-sum.js, the same application on our consumer runtime (docs/consumer.md).
+// A script of your own that calls runConsumer(app) runs through nodeConsumerImpl(name, script).
 // Other implementations register with `registerConsumerImpl` and are chosen with
 // `GAZCTL_TEST_CONSUMER=<name>` (default `go`).
 //
@@ -26,6 +28,7 @@
 
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { JournalClient } from '../lib/client/journal-client.js';
 import { ShardClient } from '../lib/client/shard-client.js';
 import { nanosToDuration } from '../lib/protocol/duration.js';
@@ -84,6 +87,11 @@ export interface ConsumerProcess {
    * expires ({@link GO_CONSUMER_LEASE}).
    */
   stop(opts?: { graceful?: boolean; timeoutMs?: number }): Promise<void>;
+  /**
+   * Exit code once the consumer exited (optional): null when a signal ended it, e.g. the SIGKILL
+   * after a graceful stop that did not finish in time; undefined while it runs.
+   */
+  exitCode?(): number | null | undefined;
 }
 
 export interface ConsumerImpl {
@@ -119,9 +127,13 @@ class ChildConsumer implements ConsumerProcess {
   describe(): string {
     return this.proc.describe();
   }
+  private exited: number | null | undefined;
+  exitCode(): number | null | undefined {
+    return this.exited;
+  }
   async stop(opts: { graceful?: boolean; timeoutMs?: number } = {}): Promise<void> {
-    if (opts.graceful ?? true) await this.proc.stop('SIGTERM', opts.timeoutMs ?? CONSUMER_GRACEFUL_STOP_TIMEOUT_MS);
-    else await this.proc.stop('SIGKILL');
+    const info = (opts.graceful ?? true) ? await this.proc.stop('SIGTERM', opts.timeoutMs ?? CONSUMER_GRACEFUL_STOP_TIMEOUT_MS) : await this.proc.stop('SIGKILL');
+    this.exited = info.code;
   }
 }
 
@@ -170,7 +182,39 @@ export const goConsumer: ConsumerImpl = {
   },
 };
 
-const impls = new Map<string, ConsumerImpl>([[goConsumer.name, goConsumer]]);
+/**
+ * A consumer application of ours run by Node: `node <script> serve <flags>`, where the script
+ * calls `runConsumer(app)` (gazctl/consumer). Users testing their own applications register one
+ * with {@link registerConsumerImpl}; the sum app of this package is {@link tsConsumer}.
+ */
+export function nodeConsumerImpl(name: string, script: string, nodeArgs: string[] = []): ConsumerImpl {
+  return {
+    name,
+    async start(o: ConsumerStartOptions): Promise<ConsumerProcess> {
+      await mkdir(o.logDir, { recursive: true });
+      await mkdir(o.dataDir, { recursive: true });
+      const proc = spawnManaged({
+        name: `consumer ${o.id}`,
+        command: process.execPath,
+        args: [...nodeArgs, script, ...consumerServeArgs(o)],
+        logFile: join(o.logDir, `consumer-${o.id}.log`),
+        // Shard stores are played into the OS temp dir: keep them in the cluster's temp dir.
+        env: { ...serveEnv(o), TMPDIR: o.dataDir },
+        // runConsumer reads a gazette.ini from its working directory, as Go's does.
+        cwd: o.dataDir,
+      });
+      return new ChildConsumer(o.id, `http://127.0.0.1:${o.port}`, proc);
+    },
+  };
+}
+
+/** Our sum app, `bin/gazette-sum.js serve` (build first: it runs the compiled consumer). */
+export const tsConsumer: ConsumerImpl = nodeConsumerImpl('ts', fileURLToPath(new URL('../../../bin/gazette-sum.js', import.meta.url)));
+
+const impls = new Map<string, ConsumerImpl>([
+  [goConsumer.name, goConsumer],
+  [tsConsumer.name, tsConsumer],
+]);
 
 /** Make a consumer implementation selectable with `GAZCTL_TEST_CONSUMER=<impl.name>`. */
 export function registerConsumerImpl(impl: ConsumerImpl): void {

@@ -184,7 +184,7 @@ describe('shards harness: Go sum-consumers, recover and failover', { timeout: 18
         },
         { timeoutMs: 30_000, intervalMs: 200 },
       );
-      assert.match(errors.join('\n'), /has no recovery_log_prefix: sum-consumer keeps its sums in a recorded JSON file/);
+      assert.match(errors.join('\n'), /has no recovery_log_prefix: (sum-consumer|gazette-sum) keeps its sums in a recorded JSON file/);
       // Only that shard failed: every consumer still runs, the other shards keep their primaries.
       group!.consumers.forEach((c, i) => {
         if (group!.isRunning(i)) assert.ok(c.alive?.() ?? true, `consumer ${c.id} still runs\n${c.describe?.() ?? ''}`);

@@ -1,4 +1,4 @@
-// One port for gRPC and HTTP, as upstream's broker serves both on its service port: each
+// One port for gRPC and HTTP, as upstream's brokers and consumers serve both on their service port: each
 // connection's first bytes decide. The HTTP/2 connection preface goes to the gRPC server (grpc-js
 // takes injected connections); anything else is HTTP/1 for /debug/ready and /metrics.
 //
@@ -17,6 +17,7 @@ import type { JournalServer, ReplicateRequest, ReplicateResponse } from '../../l
 import { routeReplicate } from './replicate-server.js';
 import { FastJournalService } from './codec.js';
 import { FlushService, type FlushServer } from '../../lib/protocol/gen/gazctl/flush.js';
+import { ShardService, type ShardServer } from '../../lib/protocol/gen/consumer/protocol.js';
 import type { Metrics } from './metrics.js';
 import { serializeReadResponse } from './read-wire.js';
 
@@ -65,10 +66,13 @@ export interface ServiceServer {
 export async function startServer(opts: {
   host: string;
   port: number;
-  journal: JournalServer;
+  /** A broker's protocol.Journal service. */
+  journal?: JournalServer;
   /** Our on-demand flush service (gazctl.flush.Flush), beside protocol.Journal. */
   flush?: FlushServer;
-  metrics: Metrics;
+  /** A consumer's consumer.Shard service (the consumer process serves on this same server). */
+  shard?: ShardServer;
+  metrics: Pick<Metrics, 'registry'>;
   ready: () => boolean;
   maxRecvBytes: number;
 }): Promise<ServiceServer> {
@@ -79,12 +83,14 @@ export async function startServer(opts: {
   });
   // Append and Replicate decode content without a copy (codec.ts); Read's responses may come
   // encoded already (content chunks, see read-wire.ts).
-  grpc.addService({ ...FastJournalService, read: { ...FastJournalService.read, responseSerialize: serializeReadResponse } }, opts.journal);
+  const journal = opts.journal;
+  if (journal) grpc.addService({ ...FastJournalService, read: { ...FastJournalService.read, responseSerialize: serializeReadResponse } }, journal);
   if (opts.flush) grpc.addService(FlushService, opts.flush);
+  if (opts.shard) grpc.addService(ShardService, opts.shard);
   const injector = grpc.createConnectionInjector(ServerCredentials.createInsecure());
   raiseReceiveWindows(grpc);
   // Replicate streams skip grpc-js's server (replicate-server.ts); the handler is the same.
-  routeReplicate(grpc, (call) => void opts.journal.replicate(call as unknown as ServerDuplexStream<ReplicateRequest, ReplicateResponse>), opts.maxRecvBytes);
+  if (journal) routeReplicate(grpc, (call) => void journal.replicate(call as unknown as ServerDuplexStream<ReplicateRequest, ReplicateResponse>), opts.maxRecvBytes);
 
   const http = createHttpServer((req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? '/').split('?')[0];

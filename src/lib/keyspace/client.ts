@@ -41,7 +41,7 @@ export type CompareResult = '=' | '!=' | '<' | '>';
 
 /** An operation of a transaction. */
 export type TxnOp =
-  | { put: string; value: string | Buffer; lease?: bigint }
+  | { put: string; value: string | Buffer; lease?: bigint; /** Keep the key's current lease (etcd's ignore_lease). */ ignoreLease?: boolean }
   | { delete: string }
   | { deletePrefix: string };
 
@@ -331,6 +331,7 @@ function toCompare(c: Compare): ICompare {
 
 function toOp(op: TxnOp): IRequestOp {
   if ('put' in op) {
+    if (op.ignoreLease) return { request_put: { key: Buffer.from(op.put), value: Buffer.from(op.value), ignore_lease: true } };
     return { request_put: { key: Buffer.from(op.put), value: Buffer.from(op.value), lease: op.lease?.toString() } };
   }
   if ('deletePrefix' in op) {

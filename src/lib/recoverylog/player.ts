@@ -348,6 +348,14 @@ export interface JournalLogSourceOptions {
   signal?: AbortSignal;
   /** Time budget of each barrier append, retries included. */
   timeoutMs?: number;
+  /**
+   * Blocking reads up to the head (a consumer's recovery; upstream's player reads blocking): when
+   * a broker cannot serve part of the committed content yet — the broker that held it in its
+   * spool was killed, and a new primary's spool starts later while a surviving replica persists
+   * it — the read waits for it instead of ending early. Default false (`shards recover` ends with
+   * an error rather than waiting on a log that lost content).
+   */
+  block?: boolean;
 }
 
 /** A LogSource reading journals through `client`. */
@@ -373,7 +381,7 @@ export function journalLogSource(client: JournalClient, opts: JournalLogSourceOp
       const end = heads.get(journal);
       if (end !== undefined && offset >= end) return;
       const sig = signal && opts.signal ? AbortSignal.any([signal, opts.signal]) : (signal ?? opts.signal);
-      const r = client.read({ journal, offset, block: false, end_offset: end ?? 0n }, { ...opts.reader, signal: sig });
+      const r = client.read({ journal, offset, block: opts.block ?? false, end_offset: end ?? 0n }, { ...opts.reader, signal: sig });
       for await (const chunk of r) {
         if (chunk.content.length === 0) continue;
         // Pooled buffers are copied and given back: the decoder may keep a partial frame.

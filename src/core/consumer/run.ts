@@ -1,0 +1,77 @@
+// runConsumer(app): the entry point of a consumer application, our counterpart of upstream's
+// runconsumer.Main. Its commands are upstream's: `serve` (run the consumer until signalled) and
+// `print-config` (the combined configuration of flags, gazette.ini and environment, in INI
+// format). Usage errors are one line on stderr and exit 2.
+//
+//   import { runConsumer } from 'gazctl/consumer';
+//   await runConsumer(myApp, { name: 'my-app' });
+
+import { basename } from 'node:path';
+import type { Application } from './app.js';
+import { serveConsumer, type ServeOptions } from './daemon.js';
+import { parseOptions, printConfig, toConfig, usage, UsageError } from './flags.js';
+
+export interface RunConsumerOptions {
+  /**
+   * The application's name: its default etcd prefix is `/gazette/consumers/<name>` (upstream
+   * names it after the application's Go type) and its usage line names it. Default: the name
+   * the process was started as.
+   */
+  name?: string;
+  /** Arguments after the program name (default: process.argv.slice(2)). */
+  argv?: string[];
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  /** Where print-config and help go (default stdout). */
+  out?: (text: string) => void;
+  serve?: ServeOptions;
+}
+
+/** Runs the command and resolves to its exit code (the process is left running). */
+export async function runConsumerCommand(app: Application, opts: RunConsumerOptions = {}): Promise<number> {
+  const name = opts.name ?? basename(process.argv[1] ?? 'consumer').replace(/\.[cm]?js$/, '');
+  const out = opts.out ?? ((t: string) => void process.stdout.write(t));
+  const env = opts.env ?? process.env;
+  let parsed;
+  try {
+    parsed = parseOptions(opts.argv ?? process.argv.slice(2), env, opts.cwd ?? process.cwd());
+  } catch (e) {
+    if (e instanceof UsageError) {
+      process.stderr.write(`${name}: ${e.message}\n`);
+      return 2;
+    }
+    throw e;
+  }
+  if (parsed.command === 'help') {
+    out(usage(name));
+    return 0;
+  }
+  if (parsed.command === 'print-config') {
+    out(printConfig(parsed.values));
+    return 0;
+  }
+  let config;
+  try {
+    config = toConfig(parsed.values);
+  } catch (e) {
+    if (e instanceof UsageError) {
+      process.stderr.write(`${name} serve: ${e.message}\n`);
+      return 2;
+    }
+    throw e;
+  }
+  const etcdPrefix = config.etcdPrefix || `/gazette/consumers/${name}`;
+  return serveConsumer({ ...config, etcdPrefix }, app, opts.serve);
+}
+
+/** Runs the command and exits the process with its code, as upstream's Main does. */
+export async function runConsumer(app: Application, opts: RunConsumerOptions = {}): Promise<never> {
+  let code: number;
+  try {
+    code = await runConsumerCommand(app, opts);
+  } catch (e) {
+    process.stderr.write(`${opts.name ?? 'consumer'}: ${(e as Error).message}\n`);
+    code = 1;
+  }
+  process.exit(code);
+}
