@@ -11,6 +11,13 @@
 // notes or copy, a near-miss name) is not a problem: stores commonly hold such objects, and a
 // broker skips them too. It is ignored: never planned, deleted or counted, listed in
 // `ignored`, and warned about once per object (warnIgnored).
+//
+// Journal names nest (`a/b` and `a/b/c`): the objects of `a/b/c` are under `a/b/` too, and would
+// parse as fragments of `a/b` with path postfix `c`. Planned under `a/b`'s retention or chain,
+// they could be deleted while `a/b/c` still needs them. So the commands pass the names of every
+// journal (allJournalNames) and the listing sets aside each object under a nested journal's
+// prefix (`nested`): never planned or deleted, and not warned about (it is a fragment, just
+// not this journal's).
 import { stat } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 
@@ -43,11 +50,15 @@ export interface ListedJournal {
   objects: FragmentObject[];
   /** Objects under the journal's prefix that are not fragments: never planned or deleted. */
   ignored: IgnoredObject[];
+  /** Objects under the prefix of another journal nested under this one: never planned or deleted. */
+  nested: number;
   /** One line each: why this journal's listing is not to be trusted. */
   problems: string[];
 }
 
 export interface ListOptions {
+  /** The names of every journal (allJournalNames): objects of journals nested under a listed one are set aside. */
+  journals?: ReadonlySet<string>;
   fileRoot?: string;
   signal?: AbortSignal;
   /** Journals listed at once (default 8). */
@@ -109,9 +120,9 @@ export class StoreSet {
 }
 
 /** Lists one journal in every store of its spec. */
-export async function listJournal(spec: JournalSpec, stores: StoreSet, signal?: AbortSignal): Promise<ListedJournal> {
+export async function listJournal(spec: JournalSpec, stores: StoreSet, signal?: AbortSignal, journals?: ReadonlySet<string>): Promise<ListedJournal> {
   const journal = spec.name;
-  const out: ListedJournal = { journal, spec, objects: [], ignored: [], problems: [] };
+  const out: ListedJournal = { journal, spec, objects: [], ignored: [], nested: 0, problems: [] };
   const usable: string[] = [];
   for (const url of new Set(spec.fragment?.stores ?? [])) {
     const store = stores.get(url);
@@ -125,10 +136,11 @@ export async function listJournal(spec: JournalSpec, stores: StoreSet, signal?: 
   }
   const entries = listJournalFragments(
     { name: journal, fragment: { stores: usable } },
-    { openStore: (url) => stores.get(url) as FragmentStore, continueOnError: true, signal },
+    { openStore: (url) => stores.get(url) as FragmentStore, continueOnError: true, signal, ...(journals ? { journals } : {}) },
   );
   for await (const e of entries) {
     if (e.kind === 'fragment') out.objects.push(e.object);
+    else if (e.kind === 'nested') out.nested++;
     else if (e.kind === 'unparseable') out.ignored.push({ store: e.object.store, path: e.object.path, size: e.object.size, reason: e.object.reason });
     else out.problems.push(`journal ${journal}: ${e.failure.error.message}`);
   }
@@ -152,7 +164,16 @@ export function warnIgnored(listed: readonly ListedJournal[], warn: (msg: string
 }
 
 export async function listJournals(specs: readonly JournalSpec[], stores: StoreSet, opts: ListOptions = {}): Promise<ListedJournal[]> {
-  return mapLimit(specs, opts.concurrency ?? 8, (s) => listJournal(s, stores, opts.signal));
+  return mapLimit(specs, opts.concurrency ?? 8, (s) => listJournal(s, stores, opts.signal, opts.journals));
+}
+
+/**
+ * The names of every journal of the cluster (an unselective List), which listJournals needs to
+ * tell a nested journal's objects from this journal's.
+ */
+export async function allJournalNames(client: Pick<JournalClient, 'list'>, signal?: AbortSignal): Promise<Set<string>> {
+  const res = await client.list({ include: { labels: [] }, exclude: { labels: [] } }, signal ? { signal } : {});
+  return new Set(res.journals.map((j) => j.spec!.name));
 }
 
 /**

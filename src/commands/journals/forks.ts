@@ -10,6 +10,7 @@ import {
   compareWithChain,
   deleteObjects,
   jsonWithBigints,
+  allJournalNames,
   listJournals,
   warnIgnored,
   writeHeadOf,
@@ -76,7 +77,7 @@ Objects under a journal's prefix whose names are not fragment names (a README, n
       const listing = await client.list(flags.selector);
       const specs = listing.journals.map((j) => j.spec!).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
       if (specs.length === 0) throw new GazctlError(`no journals match selector ${JSON.stringify(formatLabelSelector(flags.selector))}`);
-      const listed = await listJournals(specs, stores);
+      const listed = await listJournals(specs, stores, { journals: await allJournalNames(client) });
       warnIgnored(listed, (msg, fields) => this.log_.warn(msg, fields));
       const heads = await mapLimit(listed, 8, async (l): Promise<bigint | Error> => {
         if (l.problems.length > 0) return new Error('not needed');

@@ -5,7 +5,7 @@ import { EXIT } from '../../cli/exit.js';
 import { renderTable } from '../../cli/render.js';
 import { booleanOption, oclifFlags, optionalStringOption, options } from '../../cli/options.js';
 import { formatBytes } from '../../cli/progress.js';
-import { StoreSet, deleteObjects, durationNs, listJournals, warnIgnored } from '../../cli/fragments-plan.js';
+import { StoreSet, deleteObjects, durationNs, allJournalNames, listJournals, warnIgnored } from '../../cli/fragments-plan.js';
 import { planRetentionAll, type JournalRetentionInput } from '../../lib/fragment/retention.js';
 import { GazctlError } from '../../lib/protocol/errors.js';
 import { formatLabelSelector } from '../../lib/protocol/selector.js';
@@ -48,7 +48,7 @@ Objects under a journal's prefix whose names are not fragment names (a README, n
       const listing = await client.list(flags.selector);
       const specs = listing.journals.map((j) => j.spec!);
       if (specs.length === 0) throw new GazctlError(`no journals match selector ${JSON.stringify(formatLabelSelector(flags.selector))}`);
-      const listed = await listJournals(specs, stores);
+      const listed = await listJournals(specs, stores, { journals: await allJournalNames(client) });
       warnIgnored(listed, (msg, fields) => this.log_.warn(msg, fields));
       const inputs: JournalRetentionInput[] = [];
       for (const l of listed) {

@@ -8,6 +8,15 @@
 // (and journals) are listed at once, up to `concurrency`; entries of one store keep that
 // store's listing order, entries of different stores interleave.
 //
+// Journal names nest: with journals `a/b` and `a/b/c`, every object of `a/b/c` is under `a/b/`
+// too, and its path relative to `a/b/` (`c/<name>`) reads like a fragment of `a/b` with path
+// postfix `c`. Both are laid out as `<journal>/<postfix>/<name>` and the postfix template is free
+// text, so the path alone cannot tell them apart. Given the names of every journal
+// (`journals`), an object under `<journal>/<p>/` where `<journal>/<p>` is itself a journal (at
+// any depth of `p`) is that other journal's: it comes back as a `nested` entry, never as a
+// fragment or an unparseable object of this one. Without `journals` such objects are parsed as
+// this journal's, as a broker does.
+//
 // A store that fails (no credentials, a missing bucket, an unreachable endpoint) ends the
 // whole listing with its StoreError, or, with `continueOnError`, is reported as one `failed`
 // entry while the other stores go on: a prune reports such stores and keeps working.
@@ -30,6 +39,21 @@ export interface ListFragmentsOptions {
   /** Report a failing store as a `failed` entry and go on, instead of throwing its error. */
   continueOnError?: boolean;
   signal?: AbortSignal;
+  /**
+   * The names of every journal (not only the listed ones): objects of a journal nested under a
+   * listed one are returned as `nested` entries. See the module comment.
+   */
+  journals?: ReadonlySet<string>;
+}
+
+/** An object under `<journal>/` that belongs to another journal nested under it (`owner`). */
+export interface NestedObject {
+  journal: string;
+  store: string;
+  /** Object path relative to the store root: `<owner>/…`. */
+  path: string;
+  /** The journal whose prefix the object is under: `<journal>/<p>`. */
+  owner: string;
 }
 
 /** An object under `<journal>/` whose name is not a fragment name. */
@@ -54,11 +78,13 @@ export interface FailedListing {
 export type FragmentListingEntry =
   | { kind: 'fragment'; object: FragmentObject }
   | { kind: 'unparseable'; object: UnparseableObject }
+  | { kind: 'nested'; object: NestedObject }
   | { kind: 'failed'; failure: FailedListing };
 
 export interface CollectedFragments {
   objects: FragmentObject[];
   unparseable: UnparseableObject[];
+  nested: NestedObject[];
   failed: FailedListing[];
 }
 
@@ -69,13 +95,36 @@ export function listJournalFragments(spec: ListableJournal, opts: ListFragmentsO
 
 /** {@link listFragmentObjects}, collected. */
 export async function collectFragmentObjects(specs: Iterable<ListableJournal>, opts: ListFragmentsOptions = {}): Promise<CollectedFragments> {
-  const out: CollectedFragments = { objects: [], unparseable: [], failed: [] };
+  const out: CollectedFragments = { objects: [], unparseable: [], nested: [], failed: [] };
   for await (const e of listFragmentObjects(specs, opts)) {
     if (e.kind === 'fragment') out.objects.push(e.object);
     else if (e.kind === 'unparseable') out.unparseable.push(e.object);
+    else if (e.kind === 'nested') out.nested.push(e.object);
     else out.failed.push(e.failure);
   }
   return out;
+}
+
+/**
+ * The journal nested under `journal` that owns the object at `rel` (relative to `<journal>/`):
+ * the deepest `<journal>/<p>` in `journals` for a directory prefix `p` of `rel`, if any.
+ */
+export function nestedOwner(journal: string, rel: string, journals: ReadonlySet<string> | undefined): string | undefined {
+  if (journals === undefined || journals.size <= 1) return undefined;
+  let owner: string | undefined;
+  for (let i = rel.indexOf('/'); i !== -1; i = rel.indexOf('/', i + 1)) {
+    const name = `${journal}/${rel.slice(0, i)}`;
+    if (journals.has(name)) owner = name;
+  }
+  return owner;
+}
+
+/** Whether any name in `journals` is nested under `journal` (then listing it needs the check). */
+function hasNested(journal: string, journals: ReadonlySet<string> | undefined): boolean {
+  if (journals === undefined) return false;
+  const prefix = `${journal}/`;
+  for (const j of journals) if (j.startsWith(prefix)) return true;
+  return false;
 }
 
 const unix = (d: Date): number => {
@@ -128,8 +177,14 @@ export async function* listFragmentObjects(
         // One parser per journal and store: the journal's name is validated once, not once per
         // object (at listing scale that check dominated the parse).
         const parser = new FragmentObjectParser(journal);
+        const nested = hasNested(journal, opts.journals) ? opts.journals : undefined;
         for await (const o of s.list(`${journal}/`, { signal: stop.signal })) {
           if (stop.signal.aborted) return;
+          const owner = nestedOwner(journal, o.path, nested);
+          if (owner !== undefined) {
+            await queue.push({ kind: 'nested', object: { journal, store, path: `${journal}/${o.path}`, owner } });
+            continue;
+          }
           let object: FragmentObject;
           try {
             object = parser.parse(store, o.path, o.size, unix(o.modTime));

@@ -144,6 +144,7 @@ describe('fragments-plan', () => {
       spec: spec([]),
       objects: [],
       ignored: paths.map((path) => ({ store: 'file:///b/', path, size: 1, reason: 'why' })),
+      nested: 0,
       problems: [],
     });
     const lines: string[] = [];

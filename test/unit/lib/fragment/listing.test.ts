@@ -111,6 +111,41 @@ describe('listing fragments across stores', () => {
     assert.deepEqual([plan.chain.begin, plan.chain.end], [0n, 9n]);
   });
 
+  it('sets aside the objects of journals nested under a listed one, at any depth', async () => {
+    const N = 'file:///n/';
+    write(`n/ns/y/${frag(0, 4)}`, 'yyyy');
+    write(`n/ns/y/pp=1/${frag(4, 6)}`, 'yy');
+    write(`n/ns/y/z/${frag(0, 3)}`, 'zzz');
+    write(`n/ns/y/z/w/q/${frag(0, 2)}`, 'ww');
+    write(`n/ns/y/z/README`, 'nested readme');
+    write(`n/ns/y/zz/${frag(6, 7)}`, 'p');
+    const key = (o: { path: string }) => o.path;
+    // Without the names of other journals, their objects parse as this journal's (postfix `z`).
+    const blind = await collectFragmentObjects([{ name: 'ns/y', fragment: { stores: [N] } }], { stores: { fileRoot: root } });
+    assert.equal(blind.objects.length, 5);
+    assert.deepEqual(blind.nested, []);
+
+    const journals = new Set(['ns/y', 'ns/y/z', 'ns/y/z/w', 'ns/yy', 'ns/y/pp']);
+    const got = await collectFragmentObjects([{ name: 'ns/y', fragment: { stores: [N] } }], { stores: { fileRoot: root }, journals });
+    // `zz` is not a journal and `pp=1` is not `pp`: those stay postfixes of ns/y.
+    assert.deepEqual(got.objects.map(key).sort(), [`ns/y/${frag(0, 4)}`, `ns/y/pp=1/${frag(4, 6)}`, `ns/y/zz/${frag(6, 7)}`]);
+    assert.deepEqual(
+      got.nested.map((o) => [o.path, o.owner, o.journal, o.store]).sort(),
+      [
+        [`ns/y/z/README`, 'ns/y/z', 'ns/y', N],
+        [`ns/y/z/${frag(0, 3)}`, 'ns/y/z', 'ns/y', N],
+        // The deepest journal owns it.
+        [`ns/y/z/w/q/${frag(0, 2)}`, 'ns/y/z/w', 'ns/y', N],
+      ].sort(),
+    );
+    assert.deepEqual(got.unparseable, []);
+    // The nested journal itself lists its own objects, and sets aside its own nested journal's.
+    const z = await collectFragmentObjects([{ name: 'ns/y/z', fragment: { stores: [N] } }], { stores: { fileRoot: root }, journals });
+    assert.deepEqual(z.objects.map(key), [`ns/y/z/${frag(0, 3)}`]);
+    assert.deepEqual(z.unparseable.map(key), ['ns/y/z/README']);
+    assert.deepEqual(z.nested.map(key), [`ns/y/z/w/q/${frag(0, 2)}`]);
+  });
+
   it('lists several journals; a journal without stores yields nothing', async () => {
     const got = await collectFragmentObjects(
       [
