@@ -69,6 +69,7 @@ export async function serve(config: ServeConfig): Promise<number> {
     metrics,
     ready: () => started && b.member.registered && !b.member.exiting,
     maxRecvBytes: config.maxGrpcRecvSize || 4 << 20,
+    log,
   });
   const endpoint = `http://${host.includes(':') ? `[${host}]` : host}:${server.port}`;
   b.member = new Membership(ks, config.etcdPrefix, id, endpoint, config.limit, config.etcdLeaseSeconds, log, encodeBrokerSpec);

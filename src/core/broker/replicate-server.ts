@@ -14,11 +14,12 @@
 // message percent-encoded as gRPC has it. A request with a message encoding other than identity
 // is refused with UNIMPLEMENTED (we announce none, and no primary compresses Replicate).
 
-import type { Http2Server, IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
+import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import { status as GrpcStatus, type Server as GrpcServer } from '@grpc/grpc-js';
 import { ReplicateResponse, type ReplicateRequest } from '../../lib/protocol/gen/broker/protocol.js';
 import { encodeGrpcMessage, frameMessage, MessageDeframer } from '../../lib/protocol/grpc-frame.js';
 import { decodeReplicateRequest } from './codec.js';
+import { http2ServersOf } from './grpc-internals.js';
 
 export const REPLICATE_PATH = '/protocol.Journal/Replicate';
 
@@ -174,17 +175,15 @@ export class RawReplicateCall {
 
 /**
  * Routes the gRPC server's Replicate streams to `serve` (as RawReplicateCalls), every other
- * stream to grpc-js. It reaches grpc-js's HTTP/2 servers (a private field, checked at run time)
- * and puts itself in front of their 'stream' listeners; false when it cannot, and grpc-js then
- * serves Replicate as any other method.
+ * stream to grpc-js. It reaches grpc-js's HTTP/2 servers (grpc-internals.ts) and puts itself in
+ * front of their 'stream' listeners; false when it cannot, and grpc-js then serves Replicate as
+ * any other method.
  */
 export function routeReplicate(grpc: GrpcServer, serve: (call: RawReplicateCall) => void, maxMessageBytes: number): boolean {
-  const servers = (grpc as unknown as { http2Servers?: unknown }).http2Servers;
-  if (!(servers instanceof Map)) return false;
+  const servers = http2ServersOf(grpc);
+  if (servers === undefined) return false;
   let hooked = false;
-  for (const server of servers.keys()) {
-    const s = server as Http2Server | undefined;
-    if (typeof s?.listeners !== 'function') continue;
+  for (const s of servers) {
     const grpcListeners = s.listeners('stream') as ((...args: unknown[]) => void)[];
     if (grpcListeners.length === 0) continue;
     s.removeAllListeners('stream');

@@ -10,11 +10,13 @@
 // per appended byte.
 
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { Http2Server, ServerHttp2Session } from 'node:http2';
+import type { ServerHttp2Session } from 'node:http2';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import { Server as GrpcServer, ServerCredentials, type ServerDuplexStream } from '@grpc/grpc-js';
 import type { JournalServer, ReplicateRequest, ReplicateResponse } from '../../lib/protocol/gen/broker/protocol.js';
 import { routeReplicate } from './replicate-server.js';
+import { http2ServersOf, type GrpcPaths } from './grpc-internals.js';
+import type { Logger } from '../log.js';
 import { FastJournalService } from './codec.js';
 import { FlushService, type FlushServer } from '../../lib/protocol/gen/gazctl/flush.js';
 import { ShardService, type ShardServer } from '../../lib/protocol/gen/consumer/protocol.js';
@@ -36,16 +38,14 @@ export const CONNECTION_WINDOW_BYTES = 16 << 20;
 
 /**
  * Raises the receive windows of every HTTP/2 session the gRPC server makes. grpc-js has no option
- * for a server's windows, so this reaches its HTTP/2 servers (a private field, checked at run
- * time); false when it cannot, and the connections then keep Node's default windows.
+ * for a server's windows, so this reaches its HTTP/2 servers (grpc-internals.ts); false when it
+ * cannot, and the connections then keep Node's default windows.
  */
 export function raiseReceiveWindows(grpc: GrpcServer): boolean {
-  const servers = (grpc as unknown as { http2Servers?: unknown }).http2Servers;
-  if (!(servers instanceof Map)) return false;
-  let hooked = false;
-  for (const server of servers.keys()) {
-    if (typeof (server as Http2Server | undefined)?.on !== 'function') continue;
-    (server as Http2Server).on('session', (session: ServerHttp2Session) => {
+  const servers = http2ServersOf(grpc);
+  if (servers === undefined) return false;
+  for (const server of servers) {
+    server.on('session', (session: ServerHttp2Session) => {
       try {
         session.settings({ initialWindowSize: STREAM_WINDOW_BYTES });
         session.setLocalWindowSize(CONNECTION_WINDOW_BYTES);
@@ -53,13 +53,14 @@ export function raiseReceiveWindows(grpc: GrpcServer): boolean {
         // a session already closing: nothing to raise
       }
     });
-    hooked = true;
   }
-  return hooked;
+  return true;
 }
 
 export interface ServiceServer {
   port: number;
+  /** Which path each grpc-js bypass took. */
+  paths: GrpcPaths;
   close(): Promise<void>;
 }
 
@@ -75,6 +76,8 @@ export async function startServer(opts: {
   metrics: Pick<Metrics, 'registry'>;
   ready: () => boolean;
   maxRecvBytes: number;
+  /** Told at debug level which paths the grpc-js bypasses took (grpc-internals.ts). */
+  log?: Pick<Logger, 'debug'>;
 }): Promise<ServiceServer> {
   const grpc = new GrpcServer({
     'grpc.max_receive_message_length': opts.maxRecvBytes,
@@ -88,9 +91,16 @@ export async function startServer(opts: {
   if (opts.flush) grpc.addService(FlushService, opts.flush);
   if (opts.shard) grpc.addService(ShardService, opts.shard);
   const injector = grpc.createConnectionInjector(ServerCredentials.createInsecure());
-  raiseReceiveWindows(grpc);
-  // Replicate streams skip grpc-js's server (replicate-server.ts); the handler is the same.
-  if (journal) routeReplicate(grpc, (call) => void journal.replicate(call as unknown as ServerDuplexStream<ReplicateRequest, ReplicateResponse>), opts.maxRecvBytes);
+  const paths: GrpcPaths = {
+    receiveWindows: raiseReceiveWindows(grpc) ? 'raised' : 'node default',
+    // Replicate streams skip grpc-js's server (replicate-server.ts); the handler is the same.
+    replicate: !journal
+      ? 'not served'
+      : routeReplicate(grpc, (call) => void journal.replicate(call as unknown as ServerDuplexStream<ReplicateRequest, ReplicateResponse>), opts.maxRecvBytes)
+        ? 'fast path'
+        : 'grpc-js',
+  };
+  opts.log?.debug('grpc-js paths', { receive_windows: paths.receiveWindows, replicate: paths.replicate });
 
   const http = createHttpServer((req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? '/').split('?')[0];
@@ -135,6 +145,7 @@ export async function startServer(opts: {
   const port = typeof addr === 'object' && addr ? addr.port : opts.port;
   return {
     port,
+    paths,
     async close() {
       // Give calls in flight a moment, then cut what remains (watches never end by themselves).
       await new Promise<void>((r) => {
