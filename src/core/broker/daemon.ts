@@ -48,7 +48,7 @@ export async function serve(config: ServeConfig): Promise<number> {
   const id = { zone: config.zone, suffix: config.id || `${hostname().split('.')[0]}-${randomBytes(4).toString('hex')}` };
   const host = config.host || hostname();
 
-  const ks = new Keyspace({ endpoints: config.etcdAddress.split(',').map((s) => s.trim()) });
+  const ks = new Keyspace({ endpoints: config.etcdAddress.split(',').map((s) => s.trim()), debug: (msg, f) => log.debug(msg, f) });
   const view = new ClusterView(ks, config.etcdPrefix, log, config.watchDelayMs);
   const metrics = new Metrics();
   const stores = new Map<string, FragmentStore>();

@@ -20,6 +20,7 @@ import { GazctlError } from '../protocol/errors.js';
 import { big, decodeKv, prefixRangeEnd, type KeyValue } from './kv.js';
 import { Lease, type LeaseOptions } from './lease.js';
 import { PrefixWatch, type WatchPrefixOptions } from './watch.js';
+import { openWatchStream as openRawWatchStream } from './etcd3-internals.js';
 
 /** An etcd call failed (transport, deadline, or an error reported by etcd). */
 export class KeyspaceError extends GazctlError {}
@@ -31,6 +32,8 @@ export interface KeyspaceOptions {
   callTimeoutMs?: number;
   /** Closes the client (and its watches and keep-alives) when aborted. */
   signal?: AbortSignal;
+  /** Debug lines (which Watch stream path is in use, once); none by default. */
+  debug?: (msg: string, fields: Record<string, unknown>) => void;
 }
 
 /** A condition of a transaction, on one key. */
@@ -87,8 +90,11 @@ export class Keyspace {
   private readonly owned = new Set<{ close(): unknown }>();
   private readonly closer = new AbortController();
   private closed = false;
+  private readonly debug: KeyspaceOptions['debug'];
+  private watchPathTold = false;
 
   constructor(opts: KeyspaceOptions) {
+    this.debug = opts.debug;
     const endpoints = typeof opts.endpoints === 'string' ? [opts.endpoints] : [...opts.endpoints];
     if (endpoints.length === 0) throw new KeyspaceError('no etcd endpoints given');
     this.endpoints = endpoints;
@@ -276,20 +282,15 @@ export class Keyspace {
 
   /**
    * A raw Watch stream that etcd cancels when its member loses the raft leader (the
-   * `hasleader` request metadata, as Go clients send it): without it a watch on a member cut
-   * off from the leader would sit silent instead of failing over. etcd3 has no option for it,
-   * so we add the metadata through its connection pool, falling back to a plain stream if that
-   * internal ever changes. @internal
+   * `hasleader` request metadata, as Go clients send it); see etcd3-internals.ts. @internal
    */
-  openWatchStream(): Promise<IDuplexStream<IWatchRequest, IWatchResponse>> {
-    type Conn = { client: { watch(md: unknown, opts: object): IDuplexStream<IWatchRequest, IWatchResponse> }; metadata: { clone(): { set(k: string, v: string): void } } };
-    const pool = (this.rpc as unknown as { pool?: { withConnection?: (svc: string, fn: (c: Conn) => unknown) => Promise<unknown> } }).pool;
-    if (typeof pool?.withConnection !== 'function') return this.rpc.watchClient.watch();
-    return pool.withConnection('Watch', ({ client, metadata }) => {
-      const md = metadata.clone();
-      md.set('hasleader', 'true');
-      return client.watch(md, {});
-    }) as Promise<IDuplexStream<IWatchRequest, IWatchResponse>>;
+  async openWatchStream(): Promise<IDuplexStream<IWatchRequest, IWatchResponse>> {
+    const { stream, path } = await openRawWatchStream(this.rpc);
+    if (!this.watchPathTold) {
+      this.watchPathTold = true;
+      this.debug?.('etcd watch stream', { path, hasleader: path === 'hasleader' });
+    }
+    return stream;
   }
 
   /** Watch every key under `prefix`; see {@link PrefixWatch}. */
