@@ -12,7 +12,9 @@
 // callback, which grpc-js calls once the message has gone out to HTTP/2, long after it copied the
 // bytes into its own frame. Allocating a fresh 32 KiB buffer per chunk instead makes V8 count
 // every byte read as new external memory, and a bulk read then spends a good part of its time in
-// full garbage collections.
+// full garbage collections. test/unit/core/broker/read-recycle.test.ts checks grpc-js still
+// calls back only once it is done with the bytes. GAZCTL_READ_RECYCLE=0 allocates a fresh
+// buffer per message instead (to measure what the recycling buys).
 
 import { ReadResponse } from '../../lib/protocol/gen/broker/protocol.js';
 import { putVarint, varintSize } from '../../lib/protocol/varint.js';
@@ -34,8 +36,11 @@ const pool: ArrayBuffer[] = [];
  */
 const lent = new WeakSet<Buffer>();
 
+/** Whether message buffers are recycled (GAZCTL_READ_RECYCLE=0 turns it off). */
+const RECYCLE = process.env.GAZCTL_READ_RECYCLE !== '0';
+
 function messageBuffer(size: number): Buffer {
-  if (size > SLOT_BYTES) return Buffer.allocUnsafe(size);
+  if (size > SLOT_BYTES || !RECYCLE) return Buffer.allocUnsafe(size);
   const msg = Buffer.from(pool.pop() ?? new ArrayBuffer(SLOT_BYTES), 0, size);
   lent.add(msg);
   return msg;
