@@ -40,19 +40,14 @@ etcd limits a transaction to 128 operations by default. For larger hierarchies p
     let early: JournalClient | undefined;
     try {
       early = this.journalClient(this.serviceOptions('broker'));
-      // The Apply batches' connection. A hierarchy that only creates journals is applied
-      // without listing first (see applyJournalChanges), so the listing's is dialed below, and
-      // only when the text may hold anything else.
-      early.pool.connect(undefined, 'unary');
+      // The connection the Apply batches (and any listing before them) take.
+      early.pool.connect();
     } catch {
       early = undefined;
     }
     let changes;
     try {
       const text = await readInput(flags.specs);
-      // Without a "revision" or a "delete" anywhere, every change is a create (or the text is
-      // not a valid hierarchy and fails before any call). This only decides what to dial early.
-      if (flags['dry-run'] || text.includes('revision') || text.includes('delete')) early?.pool.connect();
       changes = journalChangesFromYaml(text, flags.specs === '-' ? 'stdin' : flags.specs);
     } catch (err) {
       early?.close();

@@ -1,8 +1,6 @@
 // Connections: one gRPC channel per endpoint (http://, https://, unix://), shared by every stub
-// dialed to it, and one lean HTTP/2 session for Apply batches (h2-unary.ts), plus the per-call
-// metadata carrying authorization.
+// dialed to it, plus the per-call metadata carrying authorization.
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { isIP } from 'node:net';
 import { connect as tlsConnect, createSecureContext, type SecureContext } from 'node:tls';
 import { CallCredentials, Channel, ChannelCredentials, connectivityState, credentials, Metadata, type ChannelOptions } from '@grpc/grpc-js';
@@ -11,7 +9,6 @@ import { ShardClient as GenShardClient } from '../protocol/gen/consumer/protocol
 import { TransportError, ValidationError } from '../protocol/errors.js';
 import { parseEndpoint } from '../protocol/route.js';
 import { makeAuthorizer, type Authorizer, type Claims } from './auth.js';
-import { LeanSession } from './h2-unary.js';
 import type { EndpointState } from './route-cache.js';
 
 /** How to reach and authenticate to one service (brokers, or consumers). */
@@ -65,24 +62,6 @@ interface Conn {
   channel?: Channel;
   journal?: GenJournalClient;
   shard?: GenShardClient;
-  /** The lean unary session (h2-unary.ts); null when it cannot be used for this endpoint. */
-  lean?: LeanSession | null;
-}
-
-/** Whether unary calls may take the lean HTTP/2 path (GAZCTL_LEAN_UNARY=0 turns it off). */
-const LEAN_ENABLED = process.env.GAZCTL_LEAN_UNARY !== '0';
-
-let userAgent: string | undefined;
-/** The user agent grpc-js sends (`grpc-node-js/<version>`), for the lean path to send the same. */
-function grpcUserAgent(): string {
-  if (userAgent === undefined) {
-    try {
-      userAgent = `grpc-node-js/${(createRequire(import.meta.url)('@grpc/grpc-js/package.json') as { version: string }).version}`;
-    } catch {
-      userAgent = 'grpc-node-js';
-    }
-  }
-  return userAgent;
 }
 
 /**
@@ -166,80 +145,25 @@ export class ConnectionPool {
     return c.shard;
   }
 
-  /** The endpoint's lean session (made on first use), or null when it cannot have one. */
-  private leanSession(endpoint: string | undefined): LeanSession | null {
-    if (!LEAN_ENABLED) return null;
-    let c: Conn;
-    let ep: string;
-    try {
-      ({ ep, c } = this.entry(endpoint));
-    } catch {
-      return null;
-    }
-    if (c.lean === undefined) {
-      try {
-        const p = parseEndpoint(ep);
-        const [host, port] = p.unixPath !== undefined ? [undefined, undefined] : splitHostPort(p.target);
-        c.lean = new LeanSession({
-          hostPort: p.unixPath !== undefined ? undefined : p.target,
-          host,
-          port,
-          unixPath: p.unixPath,
-          tls: p.secure ? this.secureContext() : undefined,
-          maxReceive: MAX_RECEIVE_MESSAGE,
-          userAgent: grpcUserAgent(),
-        });
-      } catch {
-        // An unreadable certificate, say: grpc-js reports it at the call, as it always did.
-        c.lean = null;
-      }
-    }
-    return c.lean;
-  }
-
-  /**
-   * The lean unary session of `endpoint` (default: the service address) when it is connected,
-   * else undefined, and the call takes the grpc-js stub (a connection is then started for the
-   * calls after it). See h2-unary.ts.
-   */
-  lean(endpoint?: string): LeanSession | undefined {
-    const l = this.leanSession(endpoint);
-    return l && l.ready() ? l : undefined;
-  }
-
   /**
    * Starts connecting to `endpoint` (default: the service address) without making a call, so
    * that the connection is set up while the caller does other work (e.g. reads its input); the
    * first call would otherwise start it. Problems (an unreadable certificate, say) are left to
    * that first call, which meets them again: this never throws.
-   *
-   * `calls` says which calls are coming: 'all' (the default) dials the grpc-js channel, which
-   * streams and most unary calls take, and the lean session of Apply batches; 'unary' only what
-   * Apply batches take (the lean session, or the channel when there cannot be one), which saves
-   * a run of Apply batches setting a channel up that it does not use.
    */
-  connect(endpoint?: string, calls: 'all' | 'unary' = 'all'): void {
+  connect(endpoint?: string): void {
     try {
-      const lean = this.leanSession(endpoint);
-      lean?.start();
-      if (!lean || calls === 'all') this.channel(endpoint).getConnectivityState(true);
+      this.channel(endpoint).getConnectivityState(true);
     } catch {
       // The first call reports it.
     }
   }
 
-  /**
-   * Connection state of an endpoint ('none' when never dialed): the better of its grpc-js
-   * channel's and its lean session's.
-   */
+  /** Connection state of an endpoint ('none' when never dialed): its grpc-js channel's. */
   state(endpoint: string): EndpointState {
     const c = this.conns.get(endpoint);
-    const lean = c?.lean?.state() ?? 'none';
-    if (lean === 'ready') return 'ready';
-    if (!c?.channel) return lean === 'none' ? 'none' : lean;
-    const ch = this.channelState(c.channel);
-    if (ch === 'failed' && lean === 'connecting') return 'connecting';
-    return ch;
+    if (!c?.channel) return 'none';
+    return this.channelState(c.channel);
   }
 
   private channelState(channel: Channel): EndpointState {
@@ -266,18 +190,9 @@ export class ConnectionPool {
   /** Closes every channel. */
   close(): void {
     this.closed = true;
-    for (const c of this.conns.values()) {
-      c.channel?.close();
-      c.lean?.close();
-    }
+    for (const c of this.conns.values()) c.channel?.close();
     this.conns.clear();
   }
-}
-
-/** Host (brackets of an IPv6 literal removed) and port of a `host:port` dial target. */
-function splitHostPort(target: string): [string, number] {
-  const i = target.lastIndexOf(':');
-  return [target.slice(0, i).replace(/^\[|\]$/g, ''), Number(target.slice(i + 1))];
 }
 
 /** The host of a `host:port` dial target (brackets of an IPv6 literal removed). */

@@ -255,12 +255,9 @@ export class JournalClient extends ServiceClient implements ReadTransport, Appen
         this.withRetry('applying journal specs', opts, (deadline) =>
           unaryCall<ApplyResponse>(
             (md, o, cb) => {
-              // A batch the fast encoder took goes out as its bytes, on the lean session when it
-              // is connected; any other goes through the generated serializer, which encodes it
-              // or fails the call as it always did.
+              // A batch the fast encoder took goes out as its bytes; any other goes through the
+              // generated serializer, which encodes it or fails the call as it always did.
               if (!encoded) return this.pool.journal().apply({ changes: batch }, md, o, cb);
-              const lean = this.pool.lean();
-              if (lean) return lean.unary(JournalService.apply.path, encoded, md.toHttp2Headers() as Record<string, string | string[]>, deadline, decodeApplyResponse, (err, res) => cb(err, res!));
               return this.pool.journal().makeUnaryRequest(JournalService.apply.path, passBytes, decodeApplyResponse, encoded, md, o, (err, res) => cb(err, res!));
             },
             this.pool.metadata(claimsFor.journalApply()),

@@ -8,7 +8,7 @@ import { TransportError } from '../protocol/errors.js';
 import { abortError, grpcCode, isUnavailable, retry } from './retry.js';
 import { diagnosed } from './transport-diagnosis.js';
 
-/** Starts one unary call: a grpc-js call, or a lean one (h2-unary.ts); either can be cancelled. */
+/** Starts one unary call (a grpc-js call, which can be cancelled). */
 export type UnaryStarter<Res> = (
   md: Metadata,
   opts: Partial<GrpcCallOptions>,

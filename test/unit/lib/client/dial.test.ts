@@ -15,16 +15,6 @@ describe('ConnectionPool.connect', () => {
       pool.close();
     }
   });
-  it("with 'unary', starts only what Apply batches take", () => {
-    const pool = new ConnectionPool({ address: 'http://127.0.0.1:1' });
-    try {
-      pool.connect(undefined, 'unary');
-      assert.notEqual(pool.state('http://127.0.0.1:1'), 'none');
-      assert.notEqual(pool.state('http://127.0.0.1:1'), 'idle');
-    } finally {
-      pool.close();
-    }
-  });
   it('leaves a problem to the first call instead of throwing', () => {
     const pool = new ConnectionPool({ address: 'https://127.0.0.1:1', certFile: '/nonexistent/cert.pem', certKeyFile: '/nonexistent/key.pem' });
     try {
