@@ -11,23 +11,28 @@
 //
 // When a grpc-js upgrade renames or reshapes the field, both quietly fall back to the public
 // path (Node's default windows, grpc-js's own Replicate handling): the broker still works,
-// slower. test/unit/core/grpc-internals.test.ts fails in that case, and the broker logs at
-// debug level which path it took. GAZCTL_GRPC_INTERNALS=0 turns both off (to measure them).
+// slower. test/unit/core/broker/grpc-internals.test.ts fails in that case, and the broker logs
+// at debug level which path it took. To measure them, GAZCTL_GRPC_INTERNALS=0 turns both off,
+// `windows` or `replicate` keeps that one only.
 
 import type { Http2Server } from 'node:http2';
 import type { Server as GrpcServer } from '@grpc/grpc-js';
 
-/** Whether the bypasses may be used at all (GAZCTL_GRPC_INTERNALS=0 turns them off). */
-export function grpcInternalsEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
-  return env.GAZCTL_GRPC_INTERNALS !== '0';
+/** The bypasses through grpc-js's HTTP/2 servers. */
+export type GrpcBypass = 'windows' | 'replicate';
+
+/** Whether `bypass` may be used (GAZCTL_GRPC_INTERNALS: unset for both, 0 for none, or the one kept). */
+export function grpcInternalsEnabled(bypass: GrpcBypass, env: NodeJS.ProcessEnv = process.env): boolean {
+  const v = env.GAZCTL_GRPC_INTERNALS;
+  return v === undefined || v === '' || v === bypass;
 }
 
 /**
  * The node:http2 servers grpc-js made for `grpc` (after createConnectionInjector or a bind), or
  * undefined when the private field is not what we expect (or the bypasses are turned off).
  */
-export function http2ServersOf(grpc: GrpcServer): Http2Server[] | undefined {
-  if (!grpcInternalsEnabled()) return undefined;
+export function http2ServersOf(grpc: GrpcServer, bypass: GrpcBypass): Http2Server[] | undefined {
+  if (!grpcInternalsEnabled(bypass)) return undefined;
   const servers = (grpc as unknown as { http2Servers?: unknown }).http2Servers;
   if (!(servers instanceof Map)) return undefined;
   const out: Http2Server[] = [];

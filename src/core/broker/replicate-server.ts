@@ -180,7 +180,7 @@ export class RawReplicateCall {
  * any other method.
  */
 export function routeReplicate(grpc: GrpcServer, serve: (call: RawReplicateCall) => void, maxMessageBytes: number): boolean {
-  const servers = http2ServersOf(grpc);
+  const servers = http2ServersOf(grpc, 'replicate');
   if (servers === undefined) return false;
   let hooked = false;
   for (const s of servers) {

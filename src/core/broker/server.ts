@@ -42,7 +42,7 @@ export const CONNECTION_WINDOW_BYTES = 16 << 20;
  * cannot, and the connections then keep Node's default windows.
  */
 export function raiseReceiveWindows(grpc: GrpcServer): boolean {
-  const servers = http2ServersOf(grpc);
+  const servers = http2ServersOf(grpc, 'windows');
   if (servers === undefined) return false;
   for (const server of servers) {
     server.on('session', (session: ServerHttp2Session) => {

@@ -75,7 +75,7 @@ describe('grpc-js internals our broker relies on', () => {
     const grpc = new GrpcServer();
     grpc.addService(FastJournalService, {} as JournalServer);
     grpc.createConnectionInjector(ServerCredentials.createInsecure());
-    const servers = http2ServersOf(grpc);
+    const servers = http2ServersOf(grpc, 'replicate');
     assert.ok(servers !== undefined && servers.length === 1, 'grpc-js no longer keeps its node:http2 servers in `http2Servers`: see grpc-internals.ts');
     assert.ok(servers[0]!.listeners('stream').length > 0, "grpc-js no longer serves through the http2 server's 'stream' event");
   });
