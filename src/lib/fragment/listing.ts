@@ -110,6 +110,7 @@ export async function collectFragmentObjects(specs: Iterable<ListableJournal>, o
  * the deepest `<journal>/<p>` in `journals` for a directory prefix `p` of `rel`, if any.
  */
 export function nestedOwner(journal: string, rel: string, journals: ReadonlySet<string> | undefined): string | undefined {
+  // A set lookup per directory level of the object's path: cheap at any number of journals.
   if (journals === undefined || journals.size <= 1) return undefined;
   let owner: string | undefined;
   for (let i = rel.indexOf('/'); i !== -1; i = rel.indexOf('/', i + 1)) {
@@ -117,14 +118,6 @@ export function nestedOwner(journal: string, rel: string, journals: ReadonlySet<
     if (journals.has(name)) owner = name;
   }
   return owner;
-}
-
-/** Whether any name in `journals` is nested under `journal` (then listing it needs the check). */
-function hasNested(journal: string, journals: ReadonlySet<string> | undefined): boolean {
-  if (journals === undefined) return false;
-  const prefix = `${journal}/`;
-  for (const j of journals) if (j.startsWith(prefix)) return true;
-  return false;
 }
 
 const unix = (d: Date): number => {
@@ -177,10 +170,9 @@ export async function* listFragmentObjects(
         // One parser per journal and store: the journal's name is validated once, not once per
         // object (at listing scale that check dominated the parse).
         const parser = new FragmentObjectParser(journal);
-        const nested = hasNested(journal, opts.journals) ? opts.journals : undefined;
         for await (const o of s.list(`${journal}/`, { signal: stop.signal })) {
           if (stop.signal.aborted) return;
-          const owner = nestedOwner(journal, o.path, nested);
+          const owner = nestedOwner(journal, o.path, opts.journals);
           if (owner !== undefined) {
             await queue.push({ kind: 'nested', object: { journal, store, path: `${journal}/${o.path}`, owner } });
             continue;
