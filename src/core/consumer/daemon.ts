@@ -64,7 +64,7 @@ export async function serveConsumer(config: ConsumerConfig & { etcdPrefix: strin
   const host = config.host || hostname();
   const prefix = config.etcdPrefix;
 
-  const ks = new Keyspace({ endpoints: config.etcdAddress.split(',').map((s) => s.trim()) });
+  const ks = new Keyspace({ endpoints: config.etcdAddress.split(',').map((s) => s.trim()), debug: (msg, f) => log.debug(msg, f) });
   const view = new ShardView(ks, prefix, log, config.watchDelayMs);
   const metrics = new ConsumerMetrics();
   const journals = new JournalClient(
@@ -98,6 +98,7 @@ export async function serveConsumer(config: ConsumerConfig & { etcdPrefix: strin
     metrics,
     ready: () => started && member.registered && !member.exiting,
     maxRecvBytes: config.maxGrpcRecvSize || 4 << 20,
+    log,
   });
   const endpoint = `http://${host.includes(':') ? `[${host}]` : host}:${server.port}`;
   peers = new ConnectionPool({ address: endpoint });
