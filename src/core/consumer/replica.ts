@@ -296,10 +296,11 @@ export class Replica {
     const dir = await this.newDir();
     let played: PlayResult;
     try {
-      // A standby reads to the write head without appending (upstream's backfill reads
-      // non-blocking to the head); the primary's completion appends a barrier.
+      // The head comes from a barrier (an empty append, committed by the log's primary): the
+      // write head a broker reports can be behind the log's when that broker restarted and lost
+      // its unpersisted content, and playing hints against it reads as data loss.
       played = await this.retrying(`playing log ${picked.log}`, () =>
-        playLog(journalLogSource(this.host.journals, { head: 'write-head', block: true, signal: this.signal }), picked, dir, { signal: this.signal, clearDir: true }),
+        playLog(journalLogSource(this.host.journals, { head: 'barrier', block: true, signal: this.signal }), picked, dir, { signal: this.signal, clearDir: true }),
       );
     } finally {
       // The files are not kept: completion at promotion plays the live files again through the
