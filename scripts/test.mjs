@@ -5,6 +5,8 @@
 // interop parity suite) then runs a second time against our own brokers
 // (GAZCTL_TEST_BROKER=ts), so CI checks both broker implementations; the summary line adds up
 // both passes. A GAZCTL_TEST_BROKER set by the caller means one pass, on that implementation.
+// Likewise the files of CONSUMER_SUITE run once more on our own consumer (GAZCTL_TEST_CONSUMER=ts)
+// unless the caller set GAZCTL_TEST_CONSUMER.
 import { spawn } from 'node:child_process';
 import { readdirSync, statSync, existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
@@ -28,6 +30,16 @@ const JOURNALS_SUITE = [
   /^integration\/(bad-inputs|append-stall|harness|library|failover|transport-diagnostics)\.test\.js$/,
   /^interop\/journals-parity\.test\.js$/,
 ];
+/**
+ * Files written against the reference Go consumer that run a second time on our own consumer
+ * (GAZCTL_TEST_CONSUMER=ts): shards prune-log, whose hints our consumer writes as Go's does.
+ */
+const CONSUMER_SUITE = [/^integration\/shards-prune-log\.test\.js$/];
+function inConsumerSuite(file) {
+  const rel = file.split(/[\\/]/).slice(-2).join('/');
+  return CONSUMER_SUITE.some((re) => re.test(rel));
+}
+
 /** Files that choose their broker implementations themselves: a second pass would repeat them. */
 const PINNED = [/^integration\/journals-flush\.test\.js$/];
 function inJournalsSuite(file) {
@@ -41,10 +53,14 @@ if (files.length === 0) {
   process.exit(1);
 }
 
-const passes = [{ label: process.env.GAZCTL_TEST_BROKER || 'go', env: {}, files }];
+const passes = [{ label: process.env.GAZCTL_TEST_BROKER || 'go', what: 'broker implementation', env: {}, files }];
 if (!process.env.GAZCTL_TEST_BROKER) {
   const again = files.filter(inJournalsSuite);
-  if (again.length) passes.push({ label: 'ts', env: { GAZCTL_TEST_BROKER: 'ts' }, files: again });
+  if (again.length) passes.push({ label: 'ts', what: 'broker implementation', env: { GAZCTL_TEST_BROKER: 'ts' }, files: again });
+}
+if (!process.env.GAZCTL_TEST_CONSUMER) {
+  const again = files.filter(inConsumerSuite);
+  if (again.length) passes.push({ label: 'ts', what: 'consumer implementation', env: { GAZCTL_TEST_CONSUMER: 'ts' }, files: again });
 }
 
 /** One run of node's test runner; resolves with its counts. */
@@ -79,7 +95,7 @@ const total = { passed: 0, failed: 0, skipped: 0 };
 for (const [i, pass] of passes.entries()) {
   if (passes.length > 1) {
     const names = i === 0 ? 'every test file' : pass.files.map((f) => basename(f, '.test.js')).join(', ');
-    console.log(`\n=== pass ${i + 1}/${passes.length}: broker implementation ${pass.label}: ${names}\n`);
+    console.log(`\n=== pass ${i + 1}/${passes.length}: ${pass.what} ${pass.label}: ${names}\n`);
   }
   const started = Date.now();
   const c = await run(pass);

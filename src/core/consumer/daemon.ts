@@ -55,6 +55,11 @@ export interface ServeOptions {
   signals?: boolean;
   /** Resolves to ask for a graceful exit, as SIGTERM does. */
   stop?: Promise<void>;
+  /**
+   * How often a primary stores its recorded hints (`<hint_prefix>/<id>.primary`). Default 5
+   * minutes, upstream's constant; runConsumer takes it from GAZETTE_HINTS_INTERVAL.
+   */
+  hintsIntervalMs?: number;
 }
 
 export async function serveConsumer(config: ConsumerConfig & { etcdPrefix: string }, app: Application, opts: ServeOptions = {}): Promise<number> {
@@ -141,7 +146,7 @@ export async function serveConsumer(config: ConsumerConfig & { etcdPrefix: strin
       held.add(s.id);
       let r = replicas.get(s.id);
       if (!r) {
-        r = new Replica(replicaHost, s.id);
+        r = new Replica(replicaHost, s.id, opts.hintsIntervalMs !== undefined ? { hintsIntervalMs: opts.hintsIntervalMs } : {});
         replicas.set(s.id, r);
         log.info('assigned shard', { shard: s.id, slot: a.slot });
       }

@@ -93,3 +93,35 @@ describe('consumer allocation rules and status writes', () => {
     assert.deepEqual(reduceStatus({ code: ReplicaStatus_Code.STANDBY, errors: ['b'] }, { code: ReplicaStatus_Code.FAILED, errors: ['a'] }), { code: ReplicaStatus_Code.FAILED, errors: ['b', 'a'] });
   });
 });
+
+describe('GAZETTE_HINTS_INTERVAL', () => {
+  /** runConsumerCommand's exit code and stderr, for a `serve` that must fail before it serves. */
+  async function serveWith(interval: string): Promise<{ code: number; stderr: string }> {
+    const { runConsumerCommand } = await import('../../../../src/core/consumer/run.js');
+    const { sumApp } = await import('../../../../src/core/consumer/sum-app.js');
+    let stderr = '';
+    const write = process.stderr.write;
+    process.stderr.write = ((chunk: string | Uint8Array) => {
+      stderr += String(chunk);
+      return true;
+    }) as typeof process.stderr.write;
+    try {
+      const code = await runConsumerCommand(sumApp, { name: 'gazette-sum', argv: ['serve'], env: { GAZETTE_HINTS_INTERVAL: interval }, cwd: tmpdir() });
+      return { code, stderr };
+    } finally {
+      process.stderr.write = write;
+    }
+  }
+
+  test('a value that is not a Go duration is a usage error naming the variable', async () => {
+    const r = await serveWith('soon');
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /^gazette-sum serve: GAZETTE_HINTS_INTERVAL: .*"soon".*\n$/);
+  });
+
+  test('an interval under one second is refused', async () => {
+    const r = await serveWith('500ms');
+    assert.equal(r.code, 2);
+    assert.equal(r.stderr, 'gazette-sum serve: GAZETTE_HINTS_INTERVAL must be at least 1s (got "500ms")\n');
+  });
+});
