@@ -5,7 +5,8 @@
 // on one revision.
 
 import type { Keyspace, KeyValue } from '../lib/keyspace/index.js';
-import type { Header_Etcd } from '../lib/protocol/gen/broker/protocol.js';
+import { parseAssignmentKey, parseItemKey, parseMemberKey, ASSIGNMENTS_PREFIX, ITEMS_PREFIX, MEMBERS_PREFIX, type AssignmentKey } from '../lib/keyspace/keys.js';
+import type { Header_Etcd, ProcessSpec_ID, Route } from '../lib/protocol/gen/broker/protocol.js';
 import { compareStrings } from '../lib/protocol/labels.js';
 import type { Logger } from './log.js';
 
@@ -142,6 +143,65 @@ export class KeyspaceView {
 
   get(key: string): KeyValue | undefined {
     return this.kvs.get(key);
+  }
+
+  /**
+   * Every member key under the root, made into an entry by `make` (which decodes the spec), by
+   * member key; a key that does not parse or a value that does not decode is skipped.
+   */
+  protected decodeMembers<M>(make: (id: ProcessSpec_ID, kv: KeyValue) => M): Map<string, M> {
+    const out = new Map<string, M>();
+    for (const kv of this.sortedUnder(this.root + MEMBERS_PREFIX)) {
+      try {
+        out.set(kv.key, make(parseMemberKey(this.root, kv.key), kv));
+      } catch (e) {
+        this.log.debug('ignoring member key', { key: kv.key, err: (e as Error).message });
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Every item under the root, made into an entry by `item` (which decodes the spec), by id, with
+   * its assignments in key order (made by `assignment`) and the route they describe: members in
+   * assignment order, the slot-0 member as primary, and each member's endpoint from `endpointOf`
+   * (a member key), the endpoints left out when none is known. Keys that do not parse, items
+   * that do not decode and assignments of unknown items are skipped.
+   */
+  protected decodeItems<A extends AssignmentKey, E extends { assignments: A[]; route: Route }>(
+    item: (id: string, kv: KeyValue) => E,
+    assignment: (key: AssignmentKey, kv: KeyValue) => A,
+    endpointOf: (memberKey: string) => string | undefined,
+  ): Map<string, E> {
+    const out = new Map<string, E>();
+    for (const kv of this.sortedUnder(this.root + ITEMS_PREFIX)) {
+      try {
+        const id = parseItemKey(this.root, kv.key);
+        out.set(id, item(id, kv));
+      } catch (e) {
+        this.log.debug('ignoring item key', { key: kv.key, err: (e as Error).message });
+      }
+    }
+    for (const kv of this.sortedUnder(this.root + ASSIGNMENTS_PREFIX)) {
+      let a: AssignmentKey;
+      try {
+        a = parseAssignmentKey(this.root, kv.key);
+      } catch {
+        continue;
+      }
+      out.get(a.item)?.assignments.push(assignment(a, kv));
+    }
+    for (const e of out.values()) {
+      const route: Route = { members: [], primary: -1, endpoints: [] };
+      for (const a of e.assignments) {
+        if (a.slot === 0) route.primary = route.members.length;
+        route.members.push({ zone: a.zone, suffix: a.suffix });
+        route.endpoints.push(endpointOf(this.root + MEMBERS_PREFIX + a.zone + '#' + a.suffix) ?? '');
+      }
+      if (route.endpoints.every((x) => x === '')) route.endpoints = [];
+      e.route = route;
+    }
+    return out;
   }
 
   protected sortedUnder(prefix: string): KeyValue[] {

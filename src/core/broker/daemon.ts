@@ -18,6 +18,7 @@ import { brokerAllocationRules, encodeBrokerSpec, type BrokerItem, type BrokerMe
 import type { Broker } from './broker.js';
 import type { ServeConfig } from './flags.js';
 import { Logger } from '../log.js';
+import { gracefulShutdown, retrying } from '../lifecycle.js';
 import { Membership } from '../membership.js';
 import { Metrics } from './metrics.js';
 import { Peers } from './peers.js';
@@ -27,20 +28,6 @@ import { startServer } from './server.js';
 import { journalService } from './service.js';
 import { flushService } from './flush.js';
 import { ClusterView } from './view.js';
-
-async function retrying<T>(log: Logger, what: string, fn: () => Promise<T>, stop: AbortSignal): Promise<T> {
-  let delay = 250;
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await fn();
-    } catch (e) {
-      if (stop.aborted) throw e;
-      if (attempt === 1 || attempt % 10 === 0) log.warn(`${what} failed; retrying`, { err: (e as Error).message, attempt });
-      await new Promise((r) => setTimeout(r, delay));
-      delay = Math.min(delay * 2, 2000);
-    }
-  }
-}
 
 export async function serve(config: ServeConfig): Promise<number> {
   const log = new Logger(config.logLevel, config.logFormat);
@@ -75,22 +62,8 @@ export async function serve(config: ServeConfig): Promise<number> {
   b.member = new Membership(ks, config.etcdPrefix, id, endpoint, config.limit, config.etcdLeaseSeconds, log, encodeBrokerSpec);
   b.resolver = new Resolver(view, b.member, id);
 
-  let signals = 0;
-  let exit!: (code: number) => void;
-  const exited = new Promise<number>((r) => (exit = r));
-  const onSignal = (sig: string) => {
-    signals++;
-    if (signals > 1) {
-      log.warn('second signal; exiting now', { signal: sig });
-      exit(1);
-      return;
-    }
-    log.info('signalled; handing off journals before exiting', { signal: sig });
-    void drain().then(() => exit(0), (e: unknown) => {
-      log.error('exit hand-off failed', { err: (e as Error).message });
-      exit(1);
-    });
-  };
+  const shutdown = gracefulShutdown(log, 'journals', () => drain());
+  const onSignal = (sig: string) => shutdown.signal(sig);
   process.on('SIGTERM', () => onSignal('SIGTERM'));
   process.on('SIGINT', () => onSignal('SIGINT'));
 
@@ -117,10 +90,10 @@ export async function serve(config: ServeConfig): Promise<number> {
     log.info('broker serving', { id: `${id.zone}#${id.suffix}`, endpoint, prefix: config.etcdPrefix });
   })().catch((e: unknown) => {
     log.error('start-up failed', { err: (e as Error).message });
-    exit(1);
+    shutdown.exit(1);
   });
 
-  const code = await exited;
+  const code = await shutdown.exited;
   stop.abort();
   alloc?.stop();
   await b.member?.stop().catch(() => undefined);

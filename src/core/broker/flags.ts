@@ -7,10 +7,10 @@
 // only the ones listed as `supported` change behaviour; the others are refused with a clear
 // message rather than silently ignored.
 
-import { parseGoDuration } from '../../lib/protocol/duration.js';
 import { LOG_LEVELS as LEVELS, type LogLevel } from '../log.js';
+import { optionHelpLine, parseBool, parseDurationNs, parseInt10, UsageError } from '../options.js';
 
-export class UsageError extends Error {}
+export { UsageError };
 
 export interface ServeConfig {
   zone: string;
@@ -90,32 +90,13 @@ export function serveHelp(): string {
     '',
   ];
   for (const f of SERVE_FLAGS) {
-    const flag = f.kind === 'bool' ? `--${f.name}` : `--${f.name}=`;
-    const def = f.def && f.kind !== 'bool' ? ` (default: ${f.def})` : '';
-    lines.push(`      ${flag.padEnd(34)} ${f.help}${def} [$${f.env}]`);
+    lines.push(optionHelpLine(f, 34));
   }
   return lines.join('\n') + '\n';
 }
 
-function parseInt10(name: string, v: string): number {
-  if (!/^-?\d+$/.test(v.trim())) throw new UsageError(`invalid value ${JSON.stringify(v)} for --${name}: not an integer`);
-  return Number(v.trim());
-}
 
-function parseBool(name: string, v: string): boolean {
-  const s = v.trim().toLowerCase();
-  if (s === '' || s === 'true' || s === '1') return true;
-  if (s === 'false' || s === '0') return false;
-  throw new UsageError(`invalid value ${JSON.stringify(v)} for --${name}: not a boolean`);
-}
 
-function durationMs(name: string, v: string): number {
-  try {
-    return Number(parseGoDuration(v.trim()) / 1_000_000n);
-  } catch {
-    throw new UsageError(`invalid value ${JSON.stringify(v)} for --${name}: not a duration (e.g. 20s)`);
-  }
-}
 
 /** Parse the arguments after `serve`, with `env` for the environment variables. */
 export function parseServeArgs(args: readonly string[], env: NodeJS.ProcessEnv): ServeConfig {
@@ -159,7 +140,7 @@ export function parseServeArgs(args: readonly string[], env: NodeJS.ProcessEnv):
   if (portText.startsWith('unix:')) throw new UsageError('--broker.port: unix domain sockets are not supported by this broker yet');
   const port = portText === '' ? 0 : parseInt10('broker.port', portText);
   if (port < 0 || port > 65535) throw new UsageError(`invalid value ${JSON.stringify(portText)} for --broker.port: not a port`);
-  const leaseMs = durationMs('etcd.lease', raw('etcd.lease'));
+  const leaseMs = Number(parseDurationNs('etcd.lease', raw('etcd.lease')) / 1_000_000n);
   if (leaseMs < 1000) throw new UsageError('--etcd.lease must be at least 1s');
   const prefix = raw('etcd.prefix');
   if (!prefix.startsWith('/') || prefix.endsWith('/')) {
@@ -181,7 +162,7 @@ export function parseServeArgs(args: readonly string[], env: NodeJS.ProcessEnv):
     maxAppendRate: nonNeg('broker.max-append-rate'),
     maxReplication: nonNeg('broker.max-replication'),
     minAppendRate: nonNeg('broker.min-append-rate'),
-    watchDelayMs: durationMs('broker.watch-delay', raw('broker.watch-delay')),
+    watchDelayMs: Number(parseDurationNs('broker.watch-delay', raw('broker.watch-delay')) / 1_000_000n),
     etcdAddress: raw('etcd.address'),
     etcdLeaseSeconds: Math.max(1, Math.round(leaseMs / 1000)),
     etcdPrefix: prefix,

@@ -20,6 +20,7 @@ import { ReplicaStatus, type ConsumerSpec } from '../../lib/protocol/gen/consume
 import { AllocationLoop } from '../allocator/loop.js';
 import { startServer } from '../broker/server.js';
 import { Logger } from '../log.js';
+import { gracefulShutdown, retrying } from '../lifecycle.js';
 import { Membership } from '../membership.js';
 import { consumerAllocationRules, encodeConsumerSpec, type ConsumerMember, type ShardItem, type ShardStatusValue } from './allocation.js';
 import type { Application } from './app.js';
@@ -28,20 +29,6 @@ import { ConsumerMetrics } from './metrics.js';
 import { Replica, type ReplicaHost } from './replica.js';
 import { shardService } from './service.js';
 import { ShardView, type ShardEntry } from './view.js';
-
-async function retrying<T>(log: Logger, what: string, fn: () => Promise<T>, stop: AbortSignal): Promise<T> {
-  let delay = 250;
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await fn();
-    } catch (e) {
-      if (stop.aborted) throw e;
-      if (attempt === 1 || attempt % 10 === 0) log.warn(`${what} failed; retrying`, { err: (e as Error).message, attempt });
-      await new Promise((r) => setTimeout(r, delay));
-      delay = Math.min(delay * 2, 2000);
-    }
-  }
-}
 
 /** Upstream's ReplicaStatus.Reduce: the higher code wins, errors accumulate. */
 export function reduceStatus(next: ReplicaStatus, existing: ReplicaStatus): ReplicaStatus {
@@ -165,25 +152,8 @@ export async function serveConsumer(config: ConsumerConfig & { etcdPrefix: strin
     return out;
   });
 
-  let signals = 0;
-  let exit!: (code: number) => void;
-  const exited = new Promise<number>((r) => (exit = r));
-  const onSignal = (sig: string) => {
-    signals++;
-    if (signals > 1) {
-      log.warn('second signal; exiting now', { signal: sig });
-      exit(1);
-      return;
-    }
-    log.info('signalled; handing off shards before exiting', { signal: sig });
-    void drain().then(
-      () => exit(0),
-      (e: unknown) => {
-        log.error('exit hand-off failed', { err: (e as Error).message });
-        exit(1);
-      },
-    );
-  };
+  const shutdown = gracefulShutdown(log, 'shards', () => drain());
+  const onSignal = (sig: string) => shutdown.signal(sig);
   const onTerm = () => onSignal('SIGTERM');
   const onInt = () => onSignal('SIGINT');
   if (opts.signals ?? true) {
@@ -212,10 +182,10 @@ export async function serveConsumer(config: ConsumerConfig & { etcdPrefix: strin
     opts.onServing?.({ endpoint, memberKey: prefix + MEMBERS_PREFIX + id.zone + '#' + id.suffix });
   })().catch((e: unknown) => {
     log.error('start-up failed', { err: (e as Error).message });
-    exit(1);
+    shutdown.exit(1);
   });
 
-  const code = await exited;
+  const code = await shutdown.exited;
   stop.abort();
   alloc?.stop();
   const closing = [...replicas.values()].map((r) => r.close().catch(() => undefined));

@@ -22,8 +22,9 @@ import { join } from 'node:path';
 import { iniLookup, parseIni, type IniFile } from '../../lib/config/ini.js';
 import { formatGoDuration, parseGoDuration } from '../../lib/protocol/duration.js';
 import { LOG_LEVELS, type LogLevel } from '../log.js';
+import { optionHelpLine, parseBool, parseDurationNs, parseInt10, UsageError } from '../options.js';
 
-export class UsageError extends Error {}
+export { UsageError };
 
 export interface ConsumerConfig {
   zone: string;
@@ -138,32 +139,13 @@ export function usage(bin: string): string {
       group = d.group;
       lines.push(`${group}:`);
     }
-    const flag = d.kind === 'bool' ? `--${d.name}` : `--${d.name}=`;
-    const def = d.def && d.kind !== 'bool' ? ` (default: ${d.def})` : '';
-    lines.push(`      ${flag.padEnd(36)} ${d.help}${def} [$${d.env}]`);
+    lines.push(optionHelpLine(d, 36));
   }
   return lines.join('\n') + '\n';
 }
 
-function parseInt10(name: string, v: string): number {
-  if (!/^-?\d+$/.test(v.trim())) throw new UsageError(`invalid value ${JSON.stringify(v)} for --${name}: not an integer`);
-  return Number(v.trim());
-}
 
-function parseBool(name: string, v: string): boolean {
-  const s = v.trim().toLowerCase();
-  if (s === '' || s === 'true' || s === '1') return true;
-  if (s === 'false' || s === '0') return false;
-  throw new UsageError(`invalid value ${JSON.stringify(v)} for --${name}: not a boolean`);
-}
 
-function durationNs(name: string, v: string): bigint {
-  try {
-    return parseGoDuration(v.trim());
-  } catch {
-    throw new UsageError(`invalid value ${JSON.stringify(v)} for --${name}: not a duration (e.g. 20s)`);
-  }
-}
 
 export interface ParsedOptions {
   command: 'serve' | 'print-config' | 'help';
@@ -260,7 +242,7 @@ export function toConfig(values: Map<string, string>): ConsumerConfig {
   if (portText.startsWith('unix:')) throw new UsageError('--consumer.port: unix domain sockets are not supported by this consumer yet');
   const port = portText === '' ? 0 : parseInt10('consumer.port', portText);
   if (port < 0 || port > 65535) throw new UsageError(`invalid value ${JSON.stringify(portText)} for --consumer.port: not a port`);
-  const leaseNs = durationNs('etcd.lease', raw('etcd.lease'));
+  const leaseNs = parseDurationNs('etcd.lease', raw('etcd.lease'));
   if (leaseNs < 1_000_000_000n) throw new UsageError('--etcd.lease must be at least 1s');
   const prefix = raw('etcd.prefix');
   if (prefix !== '' && (!prefix.startsWith('/') || prefix.endsWith('/'))) {
@@ -282,10 +264,10 @@ export function toConfig(values: Map<string, string>): ConsumerConfig {
     maxGrpcRecvSize: nonNeg('consumer.max-grpc-recv-size'),
     limit: nonNeg('consumer.limit'),
     maxHotStandbys: nonNeg('consumer.max-hot-standbys'),
-    watchDelayMs: Number(durationNs('consumer.watch-delay', raw('consumer.watch-delay')) / 1_000_000n),
+    watchDelayMs: Number(parseDurationNs('consumer.watch-delay', raw('consumer.watch-delay')) / 1_000_000n),
     brokerAddress: address,
     brokerCacheSize: parseInt10('broker.cache.size', raw('broker.cache.size')),
-    brokerCacheTtlMs: Number(durationNs('broker.cache.ttl', raw('broker.cache.ttl')) / 1_000_000n),
+    brokerCacheTtlMs: Number(parseDurationNs('broker.cache.ttl', raw('broker.cache.ttl')) / 1_000_000n),
     fileRoot: raw('broker.file-root'),
     etcdAddress: raw('etcd.address'),
     etcdLeaseSeconds: Math.max(1, Number(leaseNs / 1_000_000_000n)),
