@@ -628,6 +628,22 @@ export class GoYamlStream {
     this.w.put(' ');
     this.w.whitespace = true;
   }
+
+  /** A label set's labels as a block sequence of `name`, `value` (and `prefix: true`) mappings. */
+  labelItems(labels: readonly { name: string; value: string; prefix?: boolean }[], indent: number): void {
+    for (const l of labels) {
+      this.dash(indent);
+      this.itemMapping();
+      this.key('name', indent + 2, true);
+      this.scalar(l.name, indent + 2);
+      this.key('value', indent + 2, false);
+      this.scalar(l.value, indent + 2);
+      if (l.prefix) {
+        this.key('prefix', indent + 2, false);
+        this.scalar(true, indent + 2);
+      }
+    }
+  }
   finish(): string {
     if (!this.any) return '{}\n';
     this.w.writeIndent(0);

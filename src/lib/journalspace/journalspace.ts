@@ -758,18 +758,7 @@ function writeNode(out: GoYamlStream, node: JournalNode, indent: number, firstOn
   if (labels.length) {
     out.key('labels', indent, first);
     first = false;
-    for (const l of labels) {
-      out.dash(indent);
-      out.itemMapping();
-      out.key('name', indent + 2, true);
-      out.scalar(l.name, indent + 2);
-      out.key('value', indent + 2, false);
-      out.scalar(l.value, indent + 2);
-      if (l.prefix) {
-        out.key('prefix', indent + 2, false);
-        out.scalar(true, indent + 2);
-      }
-    }
+    out.labelItems(labels, indent);
   }
   const f = fragOf(s);
   if (fragmentHasFields(f)) {

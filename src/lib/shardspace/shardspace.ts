@@ -517,18 +517,7 @@ function writeSpec(out: GoYamlStream, s: Partial<ShardSpec>, indent: number, fir
   const labels = s.labels?.labels ?? [];
   if (labels.length) {
     key('labels');
-    for (const l of labels) {
-      out.dash(indent);
-      out.itemMapping();
-      out.key('name', indent + 2, true);
-      out.scalar(l.name, indent + 2);
-      out.key('value', indent + 2, false);
-      out.scalar(l.value, indent + 2);
-      if (l.prefix) {
-        out.key('prefix', indent + 2, false);
-        out.scalar(true, indent + 2);
-      }
-    }
+    out.labelItems(labels, indent);
   }
   if (s.disable_wait_for_ack) {
     key('disable_wait_for_ack');
