@@ -82,6 +82,25 @@ export function parseGoUUID(text: string): UUID {
   return out;
 }
 
+/**
+ * parseGoUUID of `b[start, end)`, ASCII text already in bytes (the caller checked there are no
+ * bytes above 0x7f, so byte and character lengths agree): no string or Buffer is made.
+ */
+export function parseGoUUIDBytes(b: Uint8Array, start: number, end: number): UUID {
+  if (end - start === 36 && b[start + 8] === 0x2d && b[start + 13] === 0x2d && b[start + 18] === 0x2d && b[start + 23] === 0x2d) {
+    const out = new Uint8Array(16);
+    for (let i = 0; i < 16; i++) {
+      const at = start + HEX_AT[i]!;
+      const hi = hexDigit(b[at]!);
+      const lo = hexDigit(b[at + 1]!);
+      if (hi < 0 || lo < 0) break;
+      out[i] = (hi << 4) | lo;
+      if (i === 15) return out;
+    }
+  }
+  return parseGoUUID(Buffer.from(b.buffer, b.byteOffset + start, end - start).toString('latin1'));
+}
+
 const HEX_AT = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
 
 function hexDigit(c: number): number {

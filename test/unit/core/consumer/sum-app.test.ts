@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { SUMS_CODEC, decodeSumRecord } from '../../../../src/core/consumer/sum-app.js';
+import { SUMS_CODEC, decodeSumRecord, decodeSumRecordGeneral } from '../../../../src/core/consumer/sum-app.js';
 import { MessageFlags, buildUUID, formatUUID } from '../../../../src/lib/message/uuid.js';
 
 describe('gazette-sum records', () => {
@@ -26,6 +26,98 @@ describe('gazette-sum records', () => {
     assert.throws(() => decodeSumRecord(Buffer.from('{"key":"a","value":1.5}\n')), /not an integer/);
     assert.throws(() => decodeSumRecord(Buffer.from('{"key":"a","value":"1"}\n')), /not an integer/);
     assert.throws(() => decodeSumRecord(Buffer.from('{"key":"a"')), /not valid JSON/);
+  });
+});
+
+/** The outcome of a decoder on a line: its record, or its error's message. */
+function outcome(decode: (b: Buffer) => unknown, line: Buffer): unknown {
+  try {
+    const r = decode(line) as { key: string; value: bigint; uuid: Uint8Array };
+    return { key: r.key, value: r.value, uuid: [...r.uuid] };
+  } catch (err) {
+    return `error: ${(err as Error).message}`;
+  }
+}
+
+describe('gazette-sum records: the byte scanner agrees with parsing the whole document', () => {
+  const U = '9f2952b2-a3b0-11ee-8001-0123456789ab';
+  const cases = [
+    '{"key":"k1","value":-1000}\n',
+    `{"UUID":"${U}","key":"k96","value":999}\n`,
+    ` { "key" : "a" , "value" : 0 , "uuid" : "${U.toUpperCase()}" } \r\n`,
+    '{"key":"a","value":-0}',
+    '{"key":"a","value":123456789012345}',
+    '{"key":"a","value":1234567890123456}',
+    '{"key":"a","value":9007199254740993}',
+    '{"key":"a","value":01}',
+    '{"key":"a","value":-}',
+    '{"key":"a","value":1e3}',
+    '{"key":"a","value":1.0}',
+    '{"key":"a","value":1E3}',
+    '{"key":"a","value":"1"}',
+    '{"key":1,"value":1}',
+    '{"key":"a","value":null}',
+    '{"key":null,"value":2,"UUID":null}',
+    '{"KEY":"x","Value":3,"Uuid":"' + U + '"}',
+    '{"key":"a","key":"b","value":1}',
+    '{"key":"a","KEY":"b","key":"c","value":1}',
+    '{"value":1,"value":2}',
+    '{"\u212aey":"kelvin","value":1}',
+    '{"ke\u0079":"escaped name","value":1}',
+    '{"key":"caf\u00e9","value":1}',
+    '{"key":"café","value":1}',
+    '{"key":"a\\"b","value":1}',
+    '{"key":"tab\there","value":1}',
+    '{"key":"a","value":1,"other":[1,2],"more":{"x":1}}',
+    '{"key":"a","value":1,"other":true}',
+    '{"key":"a","value":1,"other":"s","n":12345678901234567890}',
+    `{"UUID":"{${U}}","key":"a","value":1}`,
+    `{"UUID":"urn:uuid:${U}","key":"a","value":1}`,
+    `{"UUID":"${U.replace(/-/g, '')}","key":"a","value":1}`,
+    `{"UUID":"${U.slice(0, 35)}g","key":"a","value":1}`,
+    `{"UUID":"${U.slice(1)}","key":"a","value":1}`,
+    `{"UUID":"${U.replace('-', 'x')}","key":"a","value":1}`,
+    `{"UUID":"é${U.slice(2)}","key":"a","value":1}`,
+    '{"key":"a","value":1,}',
+    '{"key":"a","value":1}x',
+    '{"key":"a","value":1}{}',
+    '{}',
+    '{ }',
+    '[1]',
+    'null',
+    '',
+    '{"key":"a"',
+    '{"key":"a","value":1',
+    '{"key":"a" "value":1}',
+    '{"key"::"a"}',
+    '{key:"a"}',
+    '{"key":"a","value":nul}',
+    '{"key":"a","value":nulls}',
+  ];
+  test('on hand-picked lines: the same record or the same error', () => {
+    for (const c of cases) {
+      const line = Buffer.from(c);
+      assert.deepEqual(outcome(decodeSumRecord, line), outcome(decodeSumRecordGeneral, line), c);
+    }
+    // Invalid UTF-8 inside a key decodes as the whole line's text does.
+    const bad = Buffer.concat([Buffer.from('{"key":"a'), Buffer.from([0xc3, 0xff, 0xe2, 0x82]), Buffer.from('","value":1}\n')]);
+    assert.deepEqual(outcome(decodeSumRecord, bad), outcome(decodeSumRecordGeneral, bad));
+  });
+
+  test('on every one-byte change of typical lines', () => {
+    const alphabet = Buffer.from(' "\\,:{}[]-+.0123456789eEnulKkVvaAyY\n\r\t\u0001');
+    for (const c of cases.slice(0, 3)) {
+      const base = Buffer.from(c);
+      for (let at = 0; at < base.length; at++) {
+        for (const byte of alphabet) {
+          const line = Buffer.from(base);
+          line[at] = byte;
+          assert.deepEqual(outcome(decodeSumRecord, line), outcome(decodeSumRecordGeneral, line), line.toString('latin1'));
+          const cut = Buffer.concat([base.subarray(0, at), base.subarray(at + 1)]);
+          assert.deepEqual(outcome(decodeSumRecord, cut), outcome(decodeSumRecordGeneral, cut), cut.toString('latin1'));
+        }
+      }
+    }
   });
 });
 
