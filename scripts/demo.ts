@@ -1,16 +1,31 @@
 // The main job on a fresh machine: start a local cluster (etcd + 3 brokers with a file://
 // store), then do real gazctl work against it: apply a journal hierarchy, list it, append
-// keyed records, read them back, list fragments, and show the YAML round trip.
+// keyed records, read them back, list fragments, and show the YAML round trip. Then the shards
+// half: two of our consumers (`gazette-sum`, the example application) beside the brokers, shard
+// specs applied with gazctl, records summed by key, the shards listed with their lag, a shard's
+// state played out of its recovery log, and a dry run of recovery-log pruning.
 //
 // It runs on our own brokers (bin/gazette.js) and Debian's etcd-server, so it needs no Go
 // build: `scripts/setup.sh demo` installs only npm packages and that apt package.
 // GAZCTL_TEST_BROKER=go and GAZCTL_TEST_ETCD=peer run it on the reference peers instead.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { brokerImplFromEnv, etcdServerFromEnv, startCluster, tsBroker, waitForJournalsAssigned } from '../src/testing/index.js';
+import {
+  brokerImplFromEnv,
+  etcdServerFromEnv,
+  parseJsonFileState,
+  pollUntil,
+  startCluster,
+  startConsumers,
+  tsBroker,
+  tsConsumer,
+  waitForJournalsAssigned,
+  waitForShardsPrimary,
+  type ConsumerGroup,
+} from '../src/testing/index.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const bin = join(root, 'bin', 'run.js');
@@ -48,9 +63,58 @@ children:
   replication: 2
 `;
 
+// The sum app: two input journals of NDJSON records, a recovery log per shard, two shards with
+// a hot standby each.
+const sumJournals = `name: demo/sums/
+replication: 1
+labels:
+- name: app
+  value: demo-sums
+fragment:
+  length: 4096
+  compression_codec: NONE
+  stores:
+  - file:///
+  refresh_interval: 5s
+children:
+- name: demo/sums/input/
+  labels:
+  - name: content-type
+    value: application/x-ndjson
+  children:
+  - name: demo/sums/input/part-000
+  - name: demo/sums/input/part-001
+- name: demo/sums/recovery/
+  labels:
+  - name: content-type
+    value: application/x-gazette-recoverylog
+  children:
+  - name: demo/sums/recovery/sums-000
+  - name: demo/sums/recovery/sums-001
+`;
+
+const sumShards = `common:
+  recovery_log_prefix: demo/sums/recovery
+  hint_prefix: /gazette/hints/demo-sums
+  hint_backups: 1
+  max_txn_duration: 1s
+  hot_standbys: 1
+  labels:
+  - name: app
+    value: demo-sums
+shards:
+- id: sums-000
+  sources:
+  - journal: demo/sums/input/part-000
+- id: sums-001
+  sources:
+  - journal: demo/sums/input/part-001
+`;
+
 const impl = process.env.GAZCTL_TEST_BROKER ? brokerImplFromEnv() : tsBroker;
 const etcd = process.env.GAZCTL_TEST_ETCD ? etcdServerFromEnv() : 'debian';
 const cluster = await startCluster({ brokers: 3, impl, etcd });
+let group: ConsumerGroup | undefined;
 try {
   console.log(`cluster up: ${cluster.brokers.length} ${cluster.impl.name} brokers, ${etcd} etcd ${cluster.etcd.endpoint}, fragments in ${cluster.fileRoot}`);
   const env = { BROKER_ADDRESS: cluster.brokerAddress };
@@ -88,7 +152,47 @@ try {
   gazctl(['journals', 'prune', '-l', 'app=demo', '--file-root', cluster.fileRoot, '--dry-run'], env);
   gazctl(['journals', 'reset-head', '-l', 'name=demo/orders', '--dry-run'], env);
   gazctl(['journals', 'store-health', 'file:///'], env);
-  console.log('\ndemo finished: the listed YAML re-applies as a no-op (every journal unchanged).');
+
+  // The shards half, on two of our consumers.
+  group = await startConsumers(cluster, { count: 2, impl: tsConsumer });
+  const shardsEnv = { ...env, CONSUMER_ADDRESS: group.address };
+  writeFileSync(join(dir, 'sums-journals.yaml'), sumJournals);
+  writeFileSync(join(dir, 'sums-shards.yaml'), sumShards);
+  gazctl(['journals', 'apply', '--specs', join(dir, 'sums-journals.yaml')], env);
+  await waitForJournalsAssigned(cluster, ['demo/sums/input/part-000', 'demo/sums/input/part-001', 'demo/sums/recovery/sums-000', 'demo/sums/recovery/sums-001'], 30_000);
+  gazctl(['shards', 'apply', '--specs', join(dir, 'sums-shards.yaml'), '--dry-run'], shardsEnv);
+  gazctl(['shards', 'apply', '--specs', join(dir, 'sums-shards.yaml')], shardsEnv);
+  await waitForShardsPrimary(group.address, ['sums-000', 'sums-001'], 60_000);
+
+  const expected: Record<string, number>[] = [{}, {}];
+  for (const part of [0, 1]) {
+    const records: string[] = [];
+    for (let i = 0; i < 500; i++) {
+      const key = `k${(i * 7 + part) % 11}`;
+      records.push(JSON.stringify({ key, value: i }));
+      expected[part]![key] = (expected[part]![key] ?? 0) + i;
+    }
+    gazctl(['journals', 'append', '-l', `name=demo/sums/input/part-00${part}`], env, records.join('\n') + '\n');
+  }
+  // Play shard sums-000's state out of its recovery log until it has summed every record.
+  const recovered = join(dir, 'sums-000');
+  const totals = await pollUntil(
+    'sums-000 to sum every record',
+    async () => {
+      const r = spawnSync(process.execPath, [bin, 'shards', 'recover', '--id', 'sums-000', '--dir', recovered, '--force'], { env: { ...process.env, ...shardsEnv }, encoding: 'utf8' });
+      if (r.status !== 0) return undefined;
+      const state = parseJsonFileState(readFileSync(join(recovered, 'state.json'), 'utf8')).state as Record<string, number>;
+      return Object.entries(expected[0]!).every(([k, v]) => state[k] === v) ? state : undefined;
+    },
+    { timeoutMs: 60_000, intervalMs: 1000 },
+  );
+  gazctl(['shards', 'list', '-p', '-r', '--lag'], shardsEnv);
+  gazctl(['shards', 'recover', '--id', 'sums-000', '--dir', recovered, '--force'], shardsEnv);
+  console.log(`sums-000's recovered state.json holds the input's totals: ${JSON.stringify(totals)}`);
+  gazctl(['shards', 'list', '-l', 'app=demo-sums', '-o', 'yaml'], shardsEnv);
+  gazctl(['shards', 'prune-log', '-l', 'app=demo-sums', '--dry-run'], shardsEnv);
+  console.log('\ndemo finished: the listed YAML re-applies as a no-op (every journal unchanged), and the consumers summed every record exactly.');
 } finally {
+  await group?.stop();
   await cluster.stop();
 }
