@@ -171,6 +171,14 @@ export class Replica {
     return new Map(this.progress.readThrough);
   }
 
+  /**
+   * Primary only: the end offsets of the acknowledgements its last transactions wrote, by
+   * journal (Stat's publish_at: a reader that waits for them sees the shard's output committed).
+   */
+  publishAt(): Map<string, bigint> {
+    return new Map(this.progress.publishAt);
+  }
+
   /** Whether the replica serves as primary (its store restored): Stat may wait on it. */
   get isPrimaryReady(): boolean {
     return this.primaryReady;

@@ -215,6 +215,8 @@ async function stat(host: ShardServiceHost, req: StatRequest, signal: AbortSigna
   await replica.waitForReadThrough(want, signal);
   const readThrough: Record<string, bigint> = {};
   for (const [j, o] of replica.readThrough()) readThrough[j] = o;
-  return { status: Status.OK, header: { ...header, process_id: { ...host.self } }, read_through: readThrough, publish_at: {}, extension: EMPTY };
+  const publishAt: Record<string, bigint> = {};
+  for (const [j, o] of replica.publishAt()) publishAt[j] = o;
+  return { status: Status.OK, header: { ...header, process_id: { ...host.self } }, read_through: readThrough, publish_at: publishAt, extension: EMPTY };
 }
 
