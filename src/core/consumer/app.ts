@@ -60,6 +60,12 @@ export interface MessageDecoder<M = unknown> {
   framing: 'lines' | 'fixed';
   /** Decodes one record (framing included) into a message. Throwing fails the shard. */
   decode(record: Buffer): M;
+  /**
+   * Optional: decodes the record `buf[begin, end)` (framing included) without a view of it made
+   * first; must give what decode(buf.subarray(begin, end)) gives. `buf` may be reused after the
+   * call returns, so the message must not keep it.
+   */
+  decodeRange?(buf: Buffer, begin: number, end: number): M;
   /** The record's UUID (a zero UUID when it has none). */
   uuid(message: M): UUID;
 }

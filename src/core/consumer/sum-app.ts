@@ -52,7 +52,12 @@ export type SumStore = JsonFileStore<Sums>;
  * ignored; null leaves a field zero.
  */
 export function decodeSumRecord(line: Buffer): SumRecord {
-  return scanSumRecord(line) ?? decodeSumRecordGeneral(line);
+  return scanSumRecord(line, 0, line.length) ?? decodeSumRecordGeneral(line);
+}
+
+/** decodeSumRecord of the line `buf[begin, end)`, without a view of it unless it takes the general path. */
+export function decodeSumRecordRange(buf: Buffer, begin: number, end: number): SumRecord {
+  return scanSumRecord(buf, begin, end) ?? decodeSumRecordGeneral(buf.subarray(begin, end));
 }
 
 /** decodeSumRecord by parsing the whole line as a document (exported for tests of the fast path). */
@@ -127,17 +132,17 @@ function stringEnd(b: Buffer, i: number, end: number): number {
  * undefined and takes the general path, so results and error messages are the general path's:
  * this only skips building the line's text and object, which cost most of a record's CPU.
  */
-function scanSumRecord(b: Buffer): SumRecord | undefined {
-  const end = b.length;
-  let i = skipWs(b, 0, end);
-  if (b[i] !== 0x7b) return undefined;
+function scanSumRecord(b: Buffer, begin: number, end: number): SumRecord | undefined {
+  // Every read at an index is bounded by `end`: bytes past it belong to the next record.
+  let i = skipWs(b, begin, end);
+  if (i >= end || b[i] !== 0x7b) return undefined;
   i = skipWs(b, i + 1, end);
   let key: string | undefined;
   let value: bigint | undefined;
   let uuid: UUID | undefined;
   let seen = 0;
   for (;;) {
-    if (b[i] !== 0x22) return undefined;
+    if (i >= end || b[i] !== 0x22) return undefined;
     ascii = true;
     const ke = stringEnd(b, i, end);
     if (ke < 0 || !ascii) return undefined;
@@ -147,9 +152,9 @@ function scanSumRecord(b: Buffer): SumRecord | undefined {
       seen |= 1 << field;
     }
     i = skipWs(b, ke + 1, end);
-    if (b[i] !== 0x3a) return undefined;
+    if (i >= end || b[i] !== 0x3a) return undefined;
     i = skipWs(b, i + 1, end);
-    const c = b[i];
+    const c = i < end ? b[i] : undefined;
     if (c === 0x22) {
       ascii = true;
       const se = stringEnd(b, i, end);
@@ -167,28 +172,28 @@ function scanSumRecord(b: Buffer): SumRecord | undefined {
     } else if (c === 0x2d || (c !== undefined && c >= 0x30 && c <= 0x39)) {
       const s = i;
       if (c === 0x2d) i++;
-      if (b[i] === 0x30) i++;
+      if (i < end && b[i] === 0x30) i++;
       else {
         const d0 = i;
         while (i < end && b[i]! >= 0x30 && b[i]! <= 0x39) i++;
         if (i === d0 || i - d0 > 15) return undefined;
       }
-      const t = b[i];
+      const t = i < end ? b[i] : undefined;
       if (t === 0x2e || t === 0x65 || t === 0x45 || (t !== undefined && t >= 0x30 && t <= 0x39)) return undefined;
       if (field === F_VALUE) {
         let n = 0;
         for (let j = c === 0x2d ? s + 1 : s; j < i; j++) n = n * 10 + (b[j]! - 0x30);
         value = BigInt(c === 0x2d ? -n : n);
       } else if (field !== F_OTHER) return undefined;
-    } else if (c === 0x6e && b[i + 1] === 0x75 && b[i + 2] === 0x6c && b[i + 3] === 0x6c) {
+    } else if (c === 0x6e && i + 3 < end && b[i + 1] === 0x75 && b[i + 2] === 0x6c && b[i + 3] === 0x6c) {
       i += 4; // null leaves the field as it is
     } else return undefined;
     i = skipWs(b, i, end);
-    if (b[i] === 0x2c) {
+    if (i < end && b[i] === 0x2c) {
       i = skipWs(b, i + 1, end);
       continue;
     }
-    if (b[i] !== 0x7d) return undefined;
+    if (i >= end || b[i] !== 0x7d) return undefined;
     if (skipWs(b, i + 1, end) !== end) return undefined;
     return { key: key ?? '', value: value ?? 0n, uuid: uuid ?? ZERO_UUID };
   }
@@ -223,6 +228,7 @@ function fromObject(v: unknown, text: string, num: (n: unknown) => string | unde
 const decoder: MessageDecoder<SumRecord> = {
   framing: 'lines',
   decode: decodeSumRecord,
+  decodeRange: decodeSumRecordRange,
   uuid: (m) => m.uuid,
 };
 

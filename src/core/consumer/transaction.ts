@@ -54,7 +54,12 @@ export class Progress {
 }
 
 /** An envelope, or the error a source reader ended with. */
-type Item = { env: Envelope; error?: undefined } | { env?: undefined; error: unknown };
+/** A source's read failure, queued after its envelopes. */
+class QueuedFailure {
+  constructor(readonly error: unknown) {}
+}
+/** Envelopes are queued as they are (no wrapper object per record). */
+type Item = Envelope | QueuedFailure;
 
 /** A bounded queue between the source readers and the transaction loop. */
 class EnvelopeQueue {
@@ -91,7 +96,7 @@ class EnvelopeQueue {
   }
 
   private add(item: Item, signal: AbortSignal): void {
-    if (signal.aborted && item.env) return;
+    if (signal.aborted && !(item instanceof QueuedFailure)) return;
     this.items.push(item);
     const r = this.readers;
     this.readers = [];
@@ -181,6 +186,8 @@ async function readSource(o: TransactionsOptions, queue: EnvelopeQueue, journal:
       await sleep(backoff(attempt), signal).catch(() => undefined);
     }
   }
+  const decodeRange = decoder.decodeRange;
+  const ends: number[] = [];
   let attempt = 0;
   while (!signal.aborted) {
     const splitter = new RecordSplitter(decoder.framing);
@@ -202,18 +209,25 @@ async function readSource(o: TransactionsOptions, queue: EnvelopeQueue, journal:
         const content = chunk.release ? Buffer.from(chunk.content) : Buffer.from(chunk.content.buffer, chunk.content.byteOffset, chunk.content.length);
         chunk.release?.();
         let at = base + splitter.offset;
-        for (const rec of splitter.push(content)) {
-          const end = at + BigInt(rec.length);
+        // Records are found as end positions in `buf` and decoded in place when the decoder
+        // can (decodeRange), so no Buffer view is made per record.
+        const buf = splitter.pushEnds(content, ends);
+        let pos = 0;
+        for (let k = 0; k < ends.length; k++) {
+          const e = ends[k]!;
+          const end = at + BigInt(e - pos);
           let message: unknown;
           try {
-            message = decoder.decode(rec);
+            message = decodeRange ? decodeRange.call(decoder, buf, pos, e) : decoder.decode(buf.subarray(pos, e));
           } catch (err) {
             throw new DecodeError(`${journal}@${at}: decoding message: ${describe(err)}`, { cause: err });
           }
-          const full = queue.push({ env: { journal, begin: at, end, message, uuid: decoder.uuid(message) } }, signal);
+          const env: Envelope = { journal, begin: at, end, message, uuid: decoder.uuid(message) };
+          const full = queue.push(env, signal);
           if (full) await full;
           at = end;
           offset = end;
+          pos = e;
         }
         attempt = 0;
       }
@@ -313,7 +327,7 @@ export async function runTransactions(o: TransactionsOptions): Promise<void> {
     if (offset < src.min_offset) offset = src.min_offset;
     readers.push(
       readSource(o, queue, src.journal, offset, signal).catch((error: unknown) => {
-        if (!signal.aborted) return queue.push({ error: new Error(`reading ${src.journal}: ${describe(error)}`, { cause: error }) }, new AbortController().signal);
+        if (!signal.aborted) return queue.push(new QueuedFailure(new Error(`reading ${src.journal}: ${describe(error)}`, { cause: error })), new AbortController().signal);
       }),
     );
   }
@@ -348,8 +362,8 @@ export async function runTransactions(o: TransactionsOptions): Promise<void> {
     while (!seq.dequeued) {
       const item = queue.shift();
       if (!item) return false;
-      if (!item.env) throw item.error;
-      const env = item.env;
+      if (item instanceof QueuedFailure) throw item.error;
+      const env = item;
       const outcome = seq.queue(env);
       if (outcome === 'ackCommitReplay') {
         const r = seq.replayRange();

@@ -24,15 +24,32 @@ export class RecordSplitter {
 
   /** Feeds a chunk; returns the complete records it finishes. */
   push(chunk: Buffer): Buffer[] {
-    const buf = this.carry.length ? Buffer.concat([this.carry, chunk]) : chunk;
+    const ends: number[] = [];
+    const buf = this.pushEnds(chunk, ends);
     const out: Buffer[] = [];
+    let pos = 0;
+    for (const e of ends) {
+      out.push(buf.subarray(pos, e));
+      pos = e;
+    }
+    return out;
+  }
+
+  /**
+   * Feeds a chunk; returns the buffer holding the complete records it finishes, with `ends`
+   * (cleared first) set to each record's end index in it (the first record begins at 0, each
+   * next one where the previous ended). No view is made per record.
+   */
+  pushEnds(chunk: Buffer, ends: number[]): Buffer {
+    ends.length = 0;
+    const buf = this.carry.length ? Buffer.concat([this.carry, chunk]) : chunk;
     let pos = 0;
     if (this.framing === 'lines') {
       for (;;) {
         const nl = buf.indexOf(10, pos);
         if (nl < 0) break;
-        out.push(buf.subarray(pos, nl + 1));
         pos = nl + 1;
+        ends.push(pos);
       }
     } else {
       while (buf.length - pos >= FIXED_HEADER_LEN) {
@@ -41,14 +58,14 @@ export class RecordSplitter {
         }
         const len = buf.readUInt32LE(pos + 4);
         if (buf.length - pos < FIXED_HEADER_LEN + len) break;
-        out.push(buf.subarray(pos, pos + FIXED_HEADER_LEN + len));
         pos += FIXED_HEADER_LEN + len;
+        ends.push(pos);
       }
     }
     this.consumed += BigInt(pos);
     // Copy a small remainder so the big input chunk can be released.
     this.carry = pos === buf.length ? Buffer.alloc(0) : Buffer.from(buf.subarray(pos));
-    return out;
+    return buf;
   }
 
   /** Bytes of an unfinished record at end of input. */

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { SUMS_CODEC, decodeSumRecord, decodeSumRecordGeneral } from '../../../../src/core/consumer/sum-app.js';
+import { SUMS_CODEC, decodeSumRecord, decodeSumRecordGeneral, decodeSumRecordRange } from '../../../../src/core/consumer/sum-app.js';
 import { MessageFlags, buildUUID, formatUUID } from '../../../../src/lib/message/uuid.js';
 
 describe('gazette-sum records', () => {
@@ -94,10 +94,18 @@ describe('gazette-sum records: the byte scanner agrees with parsing the whole do
     '{"key":"a","value":nul}',
     '{"key":"a","value":nulls}',
   ];
+  // decodeSumRecordRange of a line inside a larger buffer, between bytes that would change the
+  // outcome if the scanner read past either end of its range.
+  const PRE = Buffer.from('{"key":"p","value":5,');
+  const RANGED = ['}', ',"value":2}\n', 'null}', '0}', '{"key":"q"}', ' ', '"'].map((suffix) => (line: Buffer) => {
+    const buf = Buffer.concat([PRE, line, Buffer.from(suffix)]);
+    return decodeSumRecordRange(buf, PRE.length, PRE.length + line.length);
+  });
   test('on hand-picked lines: the same record or the same error', () => {
     for (const c of cases) {
       const line = Buffer.from(c);
       assert.deepEqual(outcome(decodeSumRecord, line), outcome(decodeSumRecordGeneral, line), c);
+      for (const r of RANGED) assert.deepEqual(outcome(r, line), outcome(decodeSumRecordGeneral, line), c);
     }
     // Invalid UTF-8 inside a key decodes as the whole line's text does.
     const bad = Buffer.concat([Buffer.from('{"key":"a'), Buffer.from([0xc3, 0xff, 0xe2, 0x82]), Buffer.from('","value":1}\n')]);
@@ -115,6 +123,10 @@ describe('gazette-sum records: the byte scanner agrees with parsing the whole do
           assert.deepEqual(outcome(decodeSumRecord, line), outcome(decodeSumRecordGeneral, line), line.toString('latin1'));
           const cut = Buffer.concat([base.subarray(0, at), base.subarray(at + 1)]);
           assert.deepEqual(outcome(decodeSumRecord, cut), outcome(decodeSumRecordGeneral, cut), cut.toString('latin1'));
+          for (const r of RANGED) {
+            assert.deepEqual(outcome(r, line), outcome(decodeSumRecordGeneral, line), line.toString('latin1'));
+            assert.deepEqual(outcome(r, cut), outcome(decodeSumRecordGeneral, cut), cut.toString('latin1'));
+          }
         }
       }
     }

@@ -88,6 +88,28 @@ describe('RecordSplitter: fixed', () => {
     }
   });
 
+  it('pushEnds gives the same records as push, as end positions in one buffer', () => {
+    const input = Buffer.concat([frame('first'), frame(''), frame('second record'), frame('3')]);
+    for (let cut = 1; cut < input.length; cut++) {
+      const a = new RecordSplitter('fixed');
+      const b = new RecordSplitter('fixed');
+      const ends: number[] = [99];
+      for (const part of [input.subarray(0, cut), input.subarray(cut)]) {
+        const want = a.push(part);
+        const buf = b.pushEnds(part, ends);
+        let pos = 0;
+        const got = ends.map((e) => {
+          const r = buf.subarray(pos, e);
+          pos = e;
+          return r;
+        });
+        assert.deepEqual(got, want, `cut at ${cut}`);
+        assert.equal(b.offset, a.offset);
+        assert.equal(b.pending, a.pending);
+      }
+    }
+  });
+
   it('keeps an incomplete frame pending', () => {
     const sp = new RecordSplitter('fixed');
     const f = frame('abcdef');
