@@ -112,9 +112,14 @@ class EnvelopeQueue {
       this.items = this.items.slice(this.head);
       this.head = 0;
     }
-    const w = this.writers;
-    this.writers = [];
-    for (const wake of w) wake();
+    // Blocked writers (one per source journal) are woken once the queue has drained to half its
+    // capacity, not at every shift: waking all of them for each free slot made each of N readers
+    // re-wait (a promise and an abort listener) per record, a cost growing with the shards' sources.
+    if (this.writers.length > 0 && this.size <= this.capacity >> 1) {
+      const w = this.writers;
+      this.writers = [];
+      for (const wake of w) wake();
+    }
     return item;
   }
 
