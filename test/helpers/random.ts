@@ -20,3 +20,12 @@ export const below = (r: Rand, n: number): number => Math.floor(r() * n);
 
 /** True with probability p. */
 export const chance = (r: Rand, p: number): boolean => r() < p;
+
+/** Deterministic 32-bit integers (an LCG), so that a load a test appends can be replayed from its seed. */
+export function lcg(seed: number): () => number {
+  let x = seed >>> 0;
+  return () => {
+    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
+    return x;
+  };
+}

@@ -18,6 +18,7 @@ import {
   type SumAppLayout,
 } from '../../src/testing/index.js';
 import { describeResult, runGazctl, type GazctlResult, type RunGazctlOptions } from './cli.js';
+import { lcg } from './random.js';
 
 // ---- our gazctl against a consumer group ----------------------------------------------------
 
@@ -41,15 +42,6 @@ export async function gzsOk(cluster: Cluster, group: ConsumerGroup, args: string
 // ---- load -------------------------------------------------------------------------------------
 
 const KEYS = ['apple', 'banana', 'cherry', 'date', 'elder', 'fig', 'grape'];
-
-/** Deterministic pseudo-random integers (a 32-bit LCG), so a failure replays the same input. */
-function lcg(seed: number): () => number {
-  let x = seed >>> 0;
-  return () => {
-    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
-    return x;
-  };
-}
 
 /**
  * Records appended to a sum app's sources, with the totals per key each shard must hold once it

@@ -28,17 +28,9 @@ import {
   type ConsumerGroup,
   type SumAppLayout,
 } from '../../src/testing/index.js';
+import { lcg } from '../helpers/random.js';
 
 const KEYS = ['apple', 'banana', 'cherry', 'date', 'elder'];
-
-/** Deterministic pseudo-random integers (a 32-bit LCG), so a failure can be replayed. */
-function lcg(seed: number): () => number {
-  let x = seed >>> 0;
-  return () => {
-    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
-    return x;
-  };
-}
 
 describe('shards harness: Go sum-consumers, recover and failover', { timeout: 180_000 }, () => {
   let cluster: Cluster | undefined;

@@ -38,16 +38,9 @@ import {
   type ConsumerGroup,
   type SumAppLayout,
 } from '../../src/testing/index.js';
+import { lcg } from '../helpers/random.js';
 
 const KEYS = ['apple', 'banana', 'cherry', 'date', 'elder'];
-
-function lcg(seed: number): () => number {
-  let x = seed >>> 0;
-  return () => {
-    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
-    return x;
-  };
-}
 
 describe('recovery log written by ours plays on Go, and the other way round', { timeout: 240_000 }, () => {
   let cluster: Cluster | undefined;
