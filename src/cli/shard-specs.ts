@@ -2,6 +2,7 @@
 // validated changes whose journals were checked, the shared plan and apply path (src/cli/apply.ts)
 // over a ShardClient, and the table of a listing.
 import type { ApplyRequest_Change, ListResponse, ListResponse_Shard } from '../lib/protocol/gen/consumer/protocol.js';
+import type { ShardSummary } from '../lib/protocol/fast-decode.js';
 import { ReplicaStatus_Code } from '../lib/protocol/gen/consumer/protocol.js';
 import { buildShardApplyRequest, decodeShardSet } from '../lib/shardspace/shardspace.js';
 import { ValidationError } from '../lib/protocol/errors.js';
@@ -91,7 +92,7 @@ export function statusCell(shard: Pick<ListResponse_Shard, 'route' | 'status'>):
 }
 
 /** The shards table: ID, Status, then RF, Primary, Replicas, label columns and Lag as asked. */
-export function renderShardTable(resp: Pick<ListResponse, 'shards'>, cols: ShardTableColumns): string {
+export function renderShardTable(resp: { shards: readonly ShardSummary[] }, cols: ShardTableColumns): string {
   const headers = ['ID', 'Status'];
   if (cols.rf) headers.push('RF');
   if (cols.primary) headers.push('Primary');

@@ -10,6 +10,7 @@ import { shardListResponseToJson, shardSpecToJson } from '../../lib/protocol/pro
 import { routeToJson, replicaStatusToJson } from '../../lib/protocol/protojson.js';
 import { encodeShardSetBytes, shardSetFromListing } from '../../lib/shardspace/shardspace.js';
 import type { ListResponse } from '../../lib/protocol/gen/consumer/protocol.js';
+import type { ShardSummaryList } from '../../lib/protocol/fast-decode.js';
 import type { JournalClient } from '../../lib/client/journal-client.js';
 import type { ShardClient } from '../../lib/client/shard-client.js';
 
@@ -58,7 +59,7 @@ With --watch the listing is printed again whenever it changes, until interrupted
     const journals = flags.lag && flags.format === 'table' ? this.journalClient() : undefined;
     try {
       if (!flags.watch) {
-        const resp = await shards.list(flags.selector);
+        const resp = await this.fetch(flags, shards);
         process.stdout.write(await this.render(resp, flags, shards, journals));
         return;
       }
@@ -97,10 +98,20 @@ With --watch the listing is printed again whenever it changes, until interrupted
     }
   }
 
+  /** The listing: a table needs only a few fields of each spec, so it gets them alone (summaries). */
+  private fetch(flags: ListOptions, shards: ShardClient, signal?: AbortSignal): Promise<ListResponse | ShardSummaryList> {
+    const opts = signal ? { signal } : {};
+    if (flags.format === 'table') return shards.listSummaries(flags.selector, { labels: flags['label-columns'].length > 0 }, opts);
+    return shards.list(flags.selector, opts);
+  }
+
   /** The listing as the output shows it: text, or (YAML) its UTF-8 bytes, written as they are. */
-  private async render(resp: ListResponse, flags: ListOptions, shards: ShardClient, journals: JournalClient | undefined, signal?: AbortSignal): Promise<string | Uint8Array> {
-    if (flags.format === 'json') return shardListResponseToJson(resp);
-    if (flags.format === 'yaml') return encodeShardSetBytes(shardSetFromListing(resp.shards));
+  private async render(resp: ListResponse | ShardSummaryList, flags: ListOptions, shards: ShardClient, journals: JournalClient | undefined, signal?: AbortSignal): Promise<string | Uint8Array> {
+    if (flags.format !== 'table') {
+      const full = resp as ListResponse;
+      if (flags.format === 'json') return shardListResponseToJson(full);
+      return encodeShardSetBytes(shardSetFromListing(full.shards));
+    }
     let lag: Map<string, string> | undefined;
     if (journals) {
       const ids = resp.shards.map((s) => s.spec!.id);

