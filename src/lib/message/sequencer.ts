@@ -135,6 +135,8 @@ export class Sequencer<M = unknown> {
   /** replayEnv was just read and not yet looked at. */
   private replayFresh = false;
   private dequeuedRef = NONE;
+  /** The ring slot released by the last step, to be cleared at the next (see beginStep). */
+  private released = NONE;
   private dequeuedClock: Clock = 0n;
   private readonly log: SequencerLogger;
 
@@ -385,10 +387,20 @@ export class Sequencer<M = unknown> {
     if (this.dequeuedRef === NONE && this.replayIt === undefined && e.begin !== this.ring[e.ringStart]!.begin) {
       throw new SequencerError('a replay is required (queue answered ackCommitReplay) and startReplay was not called');
     }
+    // The slot released by the previous step is let go of now: a dequeued envelope is never read
+    // again (evictAtHead skips slots not held), and keeping up to a ring's worth of consumed
+    // envelopes alive made every young-generation collection copy them. (It is cleared one step
+    // late, as the end of a sequence still reads the last dequeued envelope's offset.)
+    const stale = this.released;
+    if (stale >= 0 && !this.held[stale]) this.ring[stale] = undefined;
+    this.released = NONE;
     if (this.dequeuedRef !== NONE) {
       // The previous message was processed: tighten the sequence's lower bound past it.
       e.minClock = this.dequeuedClock;
-      if (this.dequeuedRef >= 0) this.held[this.dequeuedRef] = false;
+      if (this.dequeuedRef >= 0) {
+        this.held[this.dequeuedRef] = false;
+        this.released = this.dequeuedRef;
+      }
     }
     return true;
   }

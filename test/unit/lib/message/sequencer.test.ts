@@ -5,6 +5,8 @@
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 
 import { Sequencer, QueueOutcome, isCommitOutcome, type Envelope, type ProducerState } from '../../../../src/lib/message/sequencer.js';
 import { buildCheckpoint, flattenAckIntents, flattenProducerStates, flattenReadThrough } from '../../../../src/lib/message/checkpoint.js';
@@ -257,6 +259,35 @@ describe('Sequencer', () => {
     const seq = new Sequencer<string>(undefined, [], 16);
     seq.queue(j.add(P1, 100n, OUT, 'x'));
     assert.throws(() => seq.queue(j.add(P1, 200n, OUT, 'y')), /remain to dequeue/);
+  });
+});
+
+describe('Sequencer memory', () => {
+  it('lets go of dequeued envelopes (the ring does not keep a ring-full of consumed messages alive)', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const refs: WeakRef<object>[] = [];
+    const seq = new Sequencer<object>(undefined, [], 64);
+    // Filled in a function of its own, so that no local of this one holds an envelope.
+    const fill = () => {
+      for (let i = 0; i < 200; i++) {
+        const message = { i };
+        refs.push(new WeakRef(message));
+        // Half without a UUID, half OUTSIDE_TXN of one producer: both commit at once.
+        const uuid = i % 2 === 0 ? new Uint8Array(16) : buildUUID(P1, BigInt(100 + i), OUT);
+        const outcome = seq.queue({ journal: 'a/j', begin: BigInt(i * 10), end: BigInt(i * 10 + 10), message, uuid });
+        assert.ok(isCommitOutcome(outcome), `message ${i}: ${outcome}`);
+        while (seq.step()) assert.equal(seq.dequeued!.message, message);
+      }
+    };
+    fill();
+    // A WeakRef's target stays alive until the job that made it ends.
+    await new Promise((resolve) => setImmediate(resolve));
+    gc();
+    const alive = refs.map((r, i) => (r.deref() ? i : -1)).filter((i) => i >= 0);
+    // The last one or two (released one step late) may remain; the ring holds 64.
+    assert.ok(alive.length <= 2, `still alive: ${alive.join(', ')}`);
+    assert.deepEqual(seq.readThrough(), new Map([['a/j', 2000n]]));
   });
 });
 
