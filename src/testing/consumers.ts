@@ -239,8 +239,13 @@ export function consumerImplFromEnv(): ConsumerImpl {
 export const DEFAULT_CONSUMER_PREFIX = '/gazette/consumers/sum-app';
 
 export interface StartConsumersOptions {
-  /** Number of consumers (default 1). Their ids are `consumer-<i>`. */
+  /** Number of consumers (default 1). Their ids are `<idPrefix>-<i>`. */
   count?: number;
+  /**
+   * Prefix of the consumers' ids (default `consumer`): a second group of the same application
+   * needs another, so that its members' ids, data directories and log files are their own.
+   */
+  idPrefix?: string;
   /** Consumer implementation (default: `consumerImplFromEnv()`). */
   impl?: ConsumerImpl;
   /** etcd root of the group (default {@link DEFAULT_CONSUMER_PREFIX}). */
@@ -439,14 +444,14 @@ export async function startConsumers(cluster: Cluster, o: StartConsumersOptions 
     await Promise.all(
       ports.map((port, i) =>
         group.launch(i, {
-          id: `consumer-${i}`,
+          id: `${o.idPrefix ?? 'consumer'}-${i}`,
           zone: group.zone,
           port,
           etcdEndpoint: cluster.etcd.endpoint,
           etcdPrefix: group.etcdPrefix,
           brokerAddress: cluster.brokerAddress,
           logDir: join(cluster.tempDir, 'logs'),
-          dataDir: join(cluster.tempDir, 'consumers', `consumer-${i}`),
+          dataDir: join(cluster.tempDir, 'consumers', `${o.idPrefix ?? 'consumer'}-${i}`),
           extraArgs: o.extraArgs,
           env: o.env,
         }),

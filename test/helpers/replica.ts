@@ -51,7 +51,7 @@ export class TestMember {
       log: testLogger(this.name, this.logLines),
       memberSpec: { process_spec: undefined, shard_limit: 0, exiting: false },
       etcdPrefix: PREFIX,
-      setStatus: (_shard: string, status: ReplicaStatus) => this.setStatus(status),
+      setStatus: (_shard: string, status: ReplicaStatus, _assignment: { key: string; createRevision: bigint }) => this.setStatus(status),
     };
   }
 

@@ -98,11 +98,11 @@ export async function serveConsumer(config: ConsumerConfig & { etcdPrefix: strin
   const memberSpec: ConsumerSpec = { process_spec: { id, endpoint }, shard_limit: config.limit, exiting: false };
   const localKey = (zone: string, suffix: string) => zone === id.zone && suffix === id.suffix;
 
-  const setStatus = async (shard: string, status: ReplicaStatus): Promise<void> => {
+  const setStatus = async (shard: string, status: ReplicaStatus, own: { key: string; createRevision: bigint }): Promise<void> => {
     for (;;) {
       const entry = view.shards().get(shard);
-      const a = entry?.assignments.find((x) => localKey(x.zone, x.suffix));
-      if (!a) return; // the assignment is gone: nothing to advertise
+      const a = entry?.assignments.find((x) => x.key === own.key && x.kv.createRevision === own.createRevision);
+      if (!a) return; // the replica's assignment is gone: nothing to advertise
       const next = reduceStatus(status, a.status);
       const r = await ks.txn({
         compare: [{ key: a.key, target: 'modRevision', value: a.kv.modRevision }],
@@ -132,12 +132,22 @@ export async function serveConsumer(config: ConsumerConfig & { etcdPrefix: strin
       if (!a) continue;
       held.add(s.id);
       let r = replicas.get(s.id);
+      const u = updateOf(s, a);
+      if (r?.supersededBy(u)) {
+        // The assignment the replica served was deleted and this member given a new one (a
+        // primary unassigned, then re-added as a standby): start over, as upstream does.
+        replicas.delete(s.id);
+        log.info('assignment replaced; restarting the replica', { shard: s.id, slot: a.slot });
+        const old = r;
+        void old.close().catch((e: unknown) => log.warn('closing replica failed', { shard: s.id, err: (e as Error).message }));
+        r = undefined;
+      }
       if (!r) {
         r = new Replica(replicaHost, s.id, opts.hintsIntervalMs !== undefined ? { hintsIntervalMs: opts.hintsIntervalMs } : {});
         replicas.set(s.id, r);
         log.info('assigned shard', { shard: s.id, slot: a.slot });
       }
-      r.update(updateOf(s, a));
+      r.update(u);
     }
     for (const [shard, r] of replicas) {
       if (held.has(shard)) continue;

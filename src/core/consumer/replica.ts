@@ -67,8 +67,11 @@ export interface ReplicaHost {
    * Writes `status` to this replica's assignment key, reduced with the status there (as upstream's
    * ReplicaStatus.Reduce) and guarded by the assignment's mod revision as upstream; resolves once
    * written and observed, or once the assignment is gone. Throws only on a failure to retry later.
+   * `assignment` names the assignment the replica serves (its key and create revision): a status
+   * is never written to another one, such as this member's new assignment of the shard after the
+   * one the replica served was deleted.
    */
-  setStatus(shard: string, status: ReplicaStatus): Promise<void>;
+  setStatus(shard: string, status: ReplicaStatus, assignment: { key: string; createRevision: bigint }): Promise<void>;
 }
 
 /** One keyspace change touching the replica's shard. */
@@ -151,6 +154,18 @@ export class Replica {
 
   private get signal(): AbortSignal {
     return this.abort.signal;
+  }
+
+  /**
+   * Whether `u` is a new assignment of this member that replaces the one the replica serves
+   * (upstream's resolver): not a promotion to a lower slot and not the same assignment updated,
+   * but a different assignment (another create revision) at the same or a higher slot, as when a
+   * primary is unassigned and the allocator at once gives this member a standby slot. Such a
+   * replica is closed and a new one started: a primary must not go on as a standby.
+   */
+  supersededBy(u: ReplicaUpdate): boolean {
+    const p = this.current;
+    return p !== undefined && u.slot >= p.slot && u.assignmentCreateRevision !== p.assignmentCreateRevision;
   }
 
   /** Each keyspace change that touches this shard. Idempotent. */
@@ -252,7 +267,8 @@ export class Replica {
     this.st = status;
     for (let attempt = 0; !this.signal.aborted; attempt++) {
       try {
-        await this.host.setStatus(this.id, status);
+        const u = this.current!;
+        await this.host.setStatus(this.id, status, { key: u.assignmentKey, createRevision: u.assignmentCreateRevision });
         return;
       } catch (err) {
         if (attempt > 0) this.host.log.warn('failed to advertise shard status (will retry)', { shard: this.id, err: describe(err), attempt });
