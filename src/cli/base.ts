@@ -99,6 +99,13 @@ export abstract class GazctlCommand extends Command {
    * (a command whose upstream name is its alias, e.g. `shards prune-log` reads `[shards.prune]`).
    */
   static iniSection?: string;
+  /**
+   * The command's own options (print-config lists them). A method, not a property: oclif copies a
+   * command's own static properties into its manifest, and option defaults include bigints.
+   */
+  static optionSet(): OptionSet {
+    return {};
+  }
 
   protected log_!: Logger;
   protected global!: GroupValues;

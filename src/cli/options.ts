@@ -294,21 +294,54 @@ export function resolveOptions<S extends OptionSet>(set: S, src: Sources): Optio
   return out as OptionValues<S>;
 }
 
-function resolveOne<T>(s: OptionSpec<T>, src: Sources): T {
-  if (src.given.has(s.name)) {
-    const v = src.argv[s.name];
-    if (s.kind === 'boolean') return v as T;
-    if (s.kind === 'multiple') return (v as string[]).flatMap((t) => parseFrom(s, t, '') as unknown[]) as T;
-    return parseFrom(s, String(v), '');
-  }
+/** Where an option's value comes from: the command line, a gazctl.ini section, a variable, or its default. */
+export type OptionOrigin =
+  | { from: 'command line' }
+  | { from: 'gazctl.ini'; path: string; section: string }
+  | { from: 'environment'; variable: string }
+  | { from: 'default' };
+
+/** The source that sets `s` (by precedence), with its text there; the default has no text. */
+function sourceOf(s: OptionSpec<unknown>, src: Sources): { origin: OptionOrigin; text?: string } {
+  if (src.given.has(s.name)) return { origin: { from: 'command line' } };
   for (const place of iniPlaces(s, src)) {
     const text = iniLookup(src.ini, [place.section], place.keys);
-    if (text !== undefined) return parseFrom(s, text, ` (from ${src.ini!.path})`);
+    if (text !== undefined) return { origin: { from: 'gazctl.ini', path: src.ini!.path, section: place.section }, text };
   }
   if (s.env !== undefined) {
     const text = src.env[s.env];
-    if (text !== undefined) return parseFrom(s, text, ` (from $${s.env})`);
+    if (text !== undefined) return { origin: { from: 'environment', variable: s.env }, text };
   }
-  if ('missing' in s.fallback) throw new UsageError(s.fallback.missing);
-  return s.fallback.value;
+  return { origin: { from: 'default' } };
+}
+
+/**
+ * An option's value, where it came from and the text that set it (print-config). A required
+ * option that nothing sets has no value here (resolution would refuse it); a value that does not
+ * parse is refused with a UsageError as resolution does.
+ */
+export function resolveWithOrigin<T>(s: OptionSpec<T>, src: Sources): { value: T | undefined; origin: OptionOrigin; text?: string } {
+  const { origin, text } = sourceOf(s, src);
+  if (origin.from === 'default' && 'missing' in s.fallback) return { value: undefined, origin };
+  const argvText = origin.from === 'command line' && typeof src.argv[s.name] === 'string' ? (src.argv[s.name] as string) : undefined;
+  return { value: resolveOne(s, src), origin, text: text ?? argvText };
+}
+
+function resolveOne<T>(s: OptionSpec<T>, src: Sources): T {
+  const { origin, text } = sourceOf(s, src);
+  switch (origin.from) {
+    case 'command line': {
+      const v = src.argv[s.name];
+      if (s.kind === 'boolean') return v as T;
+      if (s.kind === 'multiple') return (v as string[]).flatMap((t) => parseFrom(s, t, '') as unknown[]) as T;
+      return parseFrom(s, String(v), '');
+    }
+    case 'gazctl.ini':
+      return parseFrom(s, text!, ` (from ${origin.path})`);
+    case 'environment':
+      return parseFrom(s, text!, ` (from $${origin.variable})`);
+    case 'default':
+      if ('missing' in s.fallback) throw new UsageError(s.fallback.missing);
+      return s.fallback.value;
+  }
 }

@@ -3,7 +3,7 @@ import { open, type FileHandle } from 'node:fs/promises';
 import { GazctlCommand, UsageError } from '../cli/base.js';
 import { inputError } from '../cli/input.js';
 import { Output } from '../cli/output.js';
-import { booleanOption, intOption, oclifFlags, options, resolveOptions, stringOption } from '../cli/options.js';
+import { booleanOption, intOption, oclifFlags, options, resolveOptions, stringOption, type OptionSet } from '../cli/options.js';
 import { findIniFile, loadIni } from '../lib/config/ini.js';
 import { GazctlError } from '../lib/protocol/errors.js';
 import {
@@ -60,6 +60,9 @@ Needs no broker, and takes no journals or shards options. All PATHs are opened b
     PATH: Args.string({ required: false, ignoreStdin: true, description: 'Input files (default: stdin).' }),
   };
   static override flags = oclifFlags(OPTIONS);
+  static override optionSet(): OptionSet {
+    return OPTIONS;
+  }
 
   async run(): Promise<void> {
     // A command of its own, outside the journals and shards groups: its options come from the

@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { GazctlCommand, journalsBaseFlags, UsageError } from '../../cli/base.js';
 import { selector } from '../../cli/flags.js';
-import { booleanOption, choiceOption, oclifFlags, options, stringOption } from '../../cli/options.js';
+import { booleanOption, choiceOption, oclifFlags, options, stringOption, type OptionSet } from '../../cli/options.js';
 import { inputError } from '../../cli/input.js';
 import { GazctlError } from '../../lib/protocol/errors.js';
 import { JournalClient } from '../../lib/client/journal-client.js';
@@ -37,6 +37,9 @@ export default class JournalsAppend extends GazctlCommand {
   static override group = 'journals' as const;
   static override baseFlags = journalsBaseFlags;
   static override flags = oclifFlags(OPTIONS);
+  static override optionSet(): OptionSet {
+    return OPTIONS;
+  }
 
   async run(): Promise<void> {
     const flags = await this.resolve(OPTIONS);

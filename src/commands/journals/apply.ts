@@ -1,6 +1,6 @@
 import { GazctlCommand, journalsBaseFlags } from '../../cli/base.js';
 import { dryRun, maxTxnSize, parallel } from '../../cli/flags.js';
-import { oclifFlags, options, stringOption } from '../../cli/options.js';
+import { oclifFlags, options, stringOption, type OptionSet } from '../../cli/options.js';
 import { readInput } from '../../cli/input.js';
 import { renderPlan } from '../../cli/apply.js';
 import { applyJournalChanges, journalChangesFromYaml, planJournalApply } from '../../cli/journal-specs.js';
@@ -30,6 +30,9 @@ etcd limits a transaction to 128 operations by default. For larger hierarchies p
   static override group = 'journals' as const;
   static override baseFlags = journalsBaseFlags;
   static override flags = oclifFlags(OPTIONS);
+  static override optionSet(): OptionSet {
+    return OPTIONS;
+  }
 
   async run(): Promise<void> {
     const flags = await this.resolve(OPTIONS);

@@ -1,6 +1,6 @@
 import { GazctlCommand, journalsBaseFlags } from '../../cli/base.js';
 import { maxTxnSize, parallel, selector } from '../../cli/flags.js';
-import { oclifFlags, options } from '../../cli/options.js';
+import { oclifFlags, options, type OptionSet } from '../../cli/options.js';
 import { editLoop } from '../../cli/editor.js';
 import { applyJournalChanges, journalChangesFromYaml } from '../../cli/journal-specs.js';
 import { encodeJournalTree, journalTreeFromListing } from '../../lib/journalspace/journalspace.js';
@@ -29,6 +29,9 @@ With --max-txn-size the edit is applied in batches, up to --parallel (default 4)
   static override group = 'journals' as const;
   static override baseFlags = journalsBaseFlags;
   static override flags = oclifFlags(OPTIONS);
+  static override optionSet(): OptionSet {
+    return OPTIONS;
+  }
 
   async run(): Promise<void> {
     const { selector, 'max-txn-size': maxTxnSize, parallel } = await this.resolve(OPTIONS);

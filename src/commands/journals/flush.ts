@@ -1,7 +1,7 @@
 import { GazctlCommand, journalsBaseFlags } from '../../cli/base.js';
 import { selector } from '../../cli/flags.js';
 import { formatOption, renderTable } from '../../cli/render.js';
-import { booleanOption, oclifFlags, options } from '../../cli/options.js';
+import { booleanOption, oclifFlags, options, type OptionSet } from '../../cli/options.js';
 import { FlushClient, FlushUnsupportedError, type FlushResult } from '../../lib/client/flush-client.js';
 import type { JournalClient } from '../../lib/client/journal-client.js';
 import { sleep } from '../../lib/client/retry.js';
@@ -53,6 +53,9 @@ A daily batch job can flush first, then process what was persisted since the pre
   static override group = 'journals' as const;
   static override baseFlags = journalsBaseFlags;
   static override flags = oclifFlags(OPTIONS);
+  static override optionSet(): OptionSet {
+    return OPTIONS;
+  }
 
   async run(): Promise<void> {
     const flags = await this.resolve(OPTIONS);

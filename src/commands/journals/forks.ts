@@ -3,7 +3,7 @@ import { dryRun, selector } from '../../cli/flags.js';
 import { checkConfirmFlags, confirmDestructive } from '../../cli/confirm.js';
 import { EXIT } from '../../cli/exit.js';
 import { formatOption, humanizeBytes, humanizeTime, renderTable } from '../../cli/render.js';
-import { booleanOption, oclifFlags, optionalStringOption, options } from '../../cli/options.js';
+import { booleanOption, oclifFlags, optionalStringOption, options, type OptionSet } from '../../cli/options.js';
 import { formatBytes } from '../../cli/progress.js';
 import {
   StoreSet,
@@ -56,6 +56,9 @@ Objects under a journal's prefix whose names are not fragment names (a README, n
   static override group = 'journals' as const;
   static override baseFlags = journalsBaseFlags;
   static override flags = oclifFlags(OPTIONS);
+  static override optionSet(): OptionSet {
+    return OPTIONS;
+  }
 
   async run(): Promise<void> {
     const flags = await this.resolve(OPTIONS);

@@ -1,7 +1,7 @@
 import { GazctlCommand, journalsBaseFlags, UsageError } from '../../cli/base.js';
 import { selector } from '../../cli/flags.js';
 import { formatOption, humanizeBytes, humanizeTime, renderTable } from '../../cli/render.js';
-import { booleanOption, durationOption, oclifFlags, optionalStringOption, options, timeOption } from '../../cli/options.js';
+import { booleanOption, durationOption, oclifFlags, optionalStringOption, options, timeOption, type OptionSet } from '../../cli/options.js';
 import { Progress } from '../../cli/progress.js';
 import { verifyFragment, type VerifyOutcome } from '../../lib/client/fragment-verify.js';
 import { GazctlError } from '../../lib/protocol/errors.js';
@@ -46,6 +46,9 @@ export default class JournalsFragments extends GazctlCommand {
   static override group = 'journals' as const;
   static override baseFlags = journalsBaseFlags;
   static override flags = oclifFlags(OPTIONS);
+  static override optionSet(): OptionSet {
+    return OPTIONS;
+  }
 
   async run(): Promise<void> {
     const flags = await this.resolve(OPTIONS);

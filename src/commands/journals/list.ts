@@ -1,7 +1,7 @@
 import { GazctlCommand, journalsBaseFlags } from '../../cli/base.js';
 import { selector } from '../../cli/flags.js';
 import { formatOption, renderTable } from '../../cli/render.js';
-import { booleanOption, listOption, oclifFlags, options, type OptionValues } from '../../cli/options.js';
+import { booleanOption, listOption, oclifFlags, options, type OptionValues, type OptionSet } from '../../cli/options.js';
 import { journalListResponseToJson } from '../../lib/protocol/protojson.js';
 import { encodeJournalTreeBytes, journalTreeFromListing } from '../../lib/journalspace/journalspace.js';
 import { labelValues } from '../../lib/protocol/labels.js';
@@ -33,6 +33,9 @@ With --watch the listing is printed again after every change, until interrupted.
   static override group = 'journals' as const;
   static override baseFlags = journalsBaseFlags;
   static override flags = oclifFlags(OPTIONS);
+  static override optionSet(): OptionSet {
+    return OPTIONS;
+  }
 
   async run(): Promise<void> {
     const flags = await this.resolve(OPTIONS);

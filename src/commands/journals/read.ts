@@ -1,7 +1,7 @@
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { GazctlCommand, journalsBaseFlags, UsageError } from '../../cli/base.js';
 import { selector } from '../../cli/flags.js';
-import { booleanOption, oclifFlags, optionalStringOption, options, stringOption, timeOption } from '../../cli/options.js';
+import { booleanOption, oclifFlags, optionalStringOption, options, stringOption, timeOption, type OptionSet } from '../../cli/options.js';
 import { Mutex, Output } from '../../cli/output.js';
 import { GazctlError } from '../../lib/protocol/errors.js';
 import { JournalSpec_Suspend_Level, type Fragment } from '../../lib/protocol/gen/broker/protocol.js';
@@ -42,6 +42,9 @@ Offsets: --offsets loads a JSON object {"journal": offset} of where to start; --
   static override group = 'journals' as const;
   static override baseFlags = journalsBaseFlags;
   static override flags = oclifFlags(OPTIONS);
+  static override optionSet(): OptionSet {
+    return OPTIONS;
+  }
 
   /**
    * The time-window read: per journal (in listing order), the persisted fragments whose mod time

@@ -2,7 +2,7 @@ import { GazctlCommand, journalsBaseFlags } from '../../cli/base.js';
 import { dryRun, selector } from '../../cli/flags.js';
 import { checkConfirmFlags, confirmDestructive } from '../../cli/confirm.js';
 import { formatOption, renderTable } from '../../cli/render.js';
-import { booleanOption, oclifFlags, options } from '../../cli/options.js';
+import { booleanOption, oclifFlags, options, type OptionSet } from '../../cli/options.js';
 import { GazctlError } from '../../lib/protocol/errors.js';
 import { formatLabelSelector } from '../../lib/protocol/selector.js';
 import { indexEnd, resetHeadAt, suspendLevel } from '../../lib/client/journal-ops.js';
@@ -49,6 +49,9 @@ Exit status 1 when a journal could not be reset (raced and skipped journals are 
   static override group = 'journals' as const;
   static override baseFlags = journalsBaseFlags;
   static override flags = oclifFlags(OPTIONS);
+  static override optionSet(): OptionSet {
+    return OPTIONS;
+  }
 
   async run(): Promise<void> {
     const flags = await this.resolve(OPTIONS);

@@ -1,6 +1,6 @@
 import { Args } from '@oclif/core';
 import { GazctlCommand, journalsBaseFlags, UsageError } from '../../cli/base.js';
-import { oclifFlags, optionalStringOption, options } from '../../cli/options.js';
+import { oclifFlags, optionalStringOption, options, type OptionSet } from '../../cli/options.js';
 import { GazctlError } from '../../lib/protocol/errors.js';
 import { checkStoreURL } from '../../lib/protocol/validate/store-url.js';
 import { Status } from '../../lib/protocol/gen/broker/protocol.js';
@@ -30,6 +30,9 @@ Prints "Fragment store <url> is healthy" and exits 0, or prints the reason on st
   static override group = 'journals' as const;
   static override baseFlags = journalsBaseFlags;
   static override flags = oclifFlags(OPTIONS);
+  static override optionSet(): OptionSet {
+    return OPTIONS;
+  }
 
   async run(): Promise<void> {
     const flags = await this.resolve(OPTIONS);

@@ -2,7 +2,7 @@ import type { JournalClient } from '../../lib/client/journal-client.js';
 import { GazctlCommand, journalsBaseFlags } from '../../cli/base.js';
 import { selector } from '../../cli/flags.js';
 import { formatOption, renderTable } from '../../cli/render.js';
-import { booleanOption, oclifFlags, options } from '../../cli/options.js';
+import { booleanOption, oclifFlags, options, type OptionSet } from '../../cli/options.js';
 import { GazctlError } from '../../lib/protocol/errors.js';
 import { formatLabelSelector } from '../../lib/protocol/selector.js';
 import { requestSuspend, suspendLevel } from '../../lib/client/journal-ops.js';
@@ -42,6 +42,9 @@ The outcome is printed per journal (level after the request). Exit status 1 when
   static override group = 'journals' as const;
   static override baseFlags = journalsBaseFlags;
   static override flags = oclifFlags(OPTIONS);
+  static override optionSet(): OptionSet {
+    return OPTIONS;
+  }
 
   async run(): Promise<void> {
     const flags = await this.resolve(OPTIONS);

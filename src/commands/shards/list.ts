@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { GazctlCommand, shardsBaseFlags } from '../../cli/base.js';
 import { selector } from '../../cli/flags.js';
 import { formatOption } from '../../cli/render.js';
-import { booleanOption, listOption, oclifFlags, options, type OptionValues } from '../../cli/options.js';
+import { booleanOption, listOption, oclifFlags, options, type OptionValues, type OptionSet } from '../../cli/options.js';
 import { renderShardTable } from '../../cli/shard-specs.js';
 import { mapLimit } from '../../lib/concurrency.js';
 import { shardLag } from '../../lib/client/shard-lag.js';
@@ -51,6 +51,9 @@ With --watch the listing is printed again whenever it changes, until interrupted
   static override group = 'shards' as const;
   static override baseFlags = shardsBaseFlags;
   static override flags = oclifFlags(OPTIONS);
+  static override optionSet(): OptionSet {
+    return OPTIONS;
+  }
 
   async run(): Promise<void> {
     const flags = await this.resolve(OPTIONS);

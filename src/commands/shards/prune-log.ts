@@ -3,7 +3,7 @@ import { dryRun, selector } from '../../cli/flags.js';
 import { checkConfirmFlags, confirmDestructive } from '../../cli/confirm.js';
 import { EXIT } from '../../cli/exit.js';
 import { StoreSet } from '../../cli/fragments-plan.js';
-import { booleanOption, choiceOption, oclifFlags, optionalStringOption, options } from '../../cli/options.js';
+import { booleanOption, choiceOption, oclifFlags, optionalStringOption, options, type OptionSet } from '../../cli/options.js';
 import { formatBytes, Progress } from '../../cli/progress.js';
 import { renderTable } from '../../cli/render.js';
 import { buildPrunePlan, pruneAudit, renderRanges, type LogPlan } from '../../cli/prune-log-plan.js';
@@ -55,6 +55,9 @@ Also runs as "shards prune", upstream's name.`;
   static override iniSection = 'shards.prune';
   static override baseFlags = shardsBaseFlags;
   static override flags = oclifFlags(OPTIONS);
+  static override optionSet(): OptionSet {
+    return OPTIONS;
+  }
 
   async run(): Promise<void> {
     const flags = await this.resolve(OPTIONS);

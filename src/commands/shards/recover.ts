@@ -3,7 +3,7 @@ import { join, resolve as resolvePath } from 'node:path';
 
 import { GazctlCommand, shardsBaseFlags, UsageError } from '../../cli/base.js';
 import { jsonWithBigints } from '../../cli/fragments-plan.js';
-import { booleanOption, choiceOption, oclifFlags, optionalStringOption, options } from '../../cli/options.js';
+import { booleanOption, choiceOption, oclifFlags, optionalStringOption, options, type OptionSet } from '../../cli/options.js';
 import { formatBytes } from '../../cli/progress.js';
 import { makeShardClient, pickRecoveryHints, recoveryLogOf } from '../../cli/shard-logs.js';
 import { GazctlError } from '../../lib/protocol/errors.js';
@@ -53,6 +53,9 @@ At the end one line on stderr names the files recovered and their bytes; -o json
   static override group = 'shards' as const;
   static override baseFlags = shardsBaseFlags;
   static override flags = oclifFlags(OPTIONS);
+  static override optionSet(): OptionSet {
+    return OPTIONS;
+  }
 
   async run(): Promise<void> {
     const flags = await this.resolve(OPTIONS);

@@ -2,7 +2,7 @@ import { GazctlCommand, shardsBaseFlags } from '../../cli/base.js';
 import { dryRun, selector } from '../../cli/flags.js';
 import { checkConfirmFlags, confirmDestructive } from '../../cli/confirm.js';
 import { renderTable } from '../../cli/render.js';
-import { booleanOption, choiceOption, oclifFlags, options } from '../../cli/options.js';
+import { booleanOption, choiceOption, oclifFlags, options, type OptionSet } from '../../cli/options.js';
 import { statusCell } from '../../cli/shard-specs.js';
 import { GazctlError } from '../../lib/protocol/errors.js';
 import { UnassignError } from '../../lib/client/shard-client.js';
@@ -12,9 +12,10 @@ import { replicaStatusToJson, routeToJson } from '../../lib/protocol/protojson.j
 import { ReplicaStatus_Code, type ListResponse_Shard } from '../../lib/protocol/gen/consumer/protocol.js';
 
 const OPTIONS = options({
-  selector: selector(true, { field: 'Selector' }, 'shards'),
+  // In upstream's order (print-config lists gazctl.ini fields in it).
   failed: booleanOption({ description: 'Only remove FAILED assignments, and only of shards that have one; healthy primaries stay.', ini: { field: 'Failed' } }),
   'dry-run': dryRun(),
+  selector: selector(true, { field: 'Selector' }, 'shards'),
   // Ours (upstream asks nothing and prints nothing at the default log level): command line only.
   yes: booleanOption({ char: 'y', description: 'Go ahead without asking (for scripts and cron).', ini: null }),
   format: choiceOption({ char: 'o', choices: ['table', 'json'], default: 'table', showDefault: true, description: 'Output format: table, json.', ini: null }),
@@ -46,6 +47,9 @@ Exit status 1 also when no shard matches the selector. With --failed, finding no
   static override group = 'shards' as const;
   static override baseFlags = shardsBaseFlags;
   static override flags = oclifFlags(OPTIONS);
+  static override optionSet(): OptionSet {
+    return OPTIONS;
+  }
 
   async run(): Promise<void> {
     const flags = await this.resolve(OPTIONS);
