@@ -134,6 +134,12 @@ export function completionTree(bin: string, commands: readonly CommandInfo[], to
       if (!parent.children.some((c) => c.name === name)) parent.children.push({ name, summary: nodes.get(words.slice(0, i + 1).join(' '))!.summary });
     }
   }
+  // oclif answers --help for topics too, and --version at the root.
+  const help: CompletionFlag = { name: 'help', summary: 'Show help', takesValue: false, multiple: false };
+  for (const n of nodes.values()) {
+    if (n.isCommand) continue;
+    n.flags = n.path === '' ? [help, { name: 'version', summary: 'Show the version', takesValue: false, multiple: false }] : [help];
+  }
   const sorted = [...nodes.values()].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   for (const n of sorted) n.children.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   // A node's children carry the summaries settled above (a topic may be named after its commands).
@@ -319,7 +325,7 @@ function zshScript(tree: CompletionTree): string {
   for (const n of tree.nodes) {
     out.push(`    ${sq(n.path)})`);
     if (n.children.length) out.push(`      children=(${n.children.map((c) => sq(`${c.name.replace(/:/g, '\\:')}:${c.summary}`)).join(' ')})`);
-    if (n.isCommand) {
+    {
       const specs = n.flags.flatMap(zshFlagSpecs);
       n.args.forEach((a) => specs.push(sq(`:${a.name}:${a.options ? `(${a.options.join(' ')})` : '_default'}`)));
       if (n.variadic) specs.push(sq('*:file:_files'));
@@ -328,7 +334,7 @@ function zshScript(tree: CompletionTree): string {
     out.push('      ;;');
   }
   out.push('  esac');
-  out.push('  if (( ${#children} )) && (( CURRENT == n + 1 )); then');
+  out.push('  if (( ${#children} )) && (( CURRENT == n + 1 )) && [[ $PREFIX != -* ]]; then');
   out.push(`    _describe -t commands ${sq(`${tree.bin} command`)} children`);
   out.push('    return');
   out.push('  fi');

@@ -59,6 +59,8 @@ describe('gazctl completion', () => {
       [['gazctl', 'journals', 'list', '-o', 'json', '--w'], ['--watch']],
       [['gazctl', 'shards', 'prune-log', '--dry'], ['--dry-run']],
       [['gazctl', 'journals', 'flush', '--he'], ['--help']],
+      [['gazctl', '--v'], ['--version']],
+      [['gazctl', 'shards', '--h'], ['--help']],
       [['gazctl', 'completion', ''], ['bash', 'zsh', 'fish']],
       [['gazctl', 'completion', 'f'], ['fish']],
       // A flag that takes any value, and a second positional argument: left to bash (files).
@@ -86,6 +88,7 @@ describe('gazctl completion', () => {
       ['gazctl shards prune-log --sel', ['--selector']],
       ['gazctl completion ', ['bash', 'fish', 'zsh']],
       ['gazctl journals list --broker.add', ['--broker.address']],
+      ['gazctl --vers', ['--version']],
     ];
     const script = [`source ${JSON.stringify(join(dir, 'gazctl.fish'))}`, ...queries.flatMap(([q]) => [`complete -C ${JSON.stringify(q)}`, 'echo "<<end>>"'])].join('\n');
     const blocks = sh('fish', ['--no-config', '-c', script]).split('<<end>>\n');
@@ -146,6 +149,8 @@ zpty -d z
       ['gazctl journals list -o json --w', ['--watch']],
       ['gazctl shards prune-log --sel', ['--selector']],
       ['gazctl completion ', ['bash', 'zsh', 'fish']],
+      ['gazctl --v', ['--version']],
+      ['gazctl journals --h', ['--help']],
     ];
     const out = sh('zsh', ['-f', join(dir, 'drive.zsh'), join(dir, 'zfunc'), ...queries.map(([q]) => q)]);
     const got = new Map<string, string[]>();
@@ -174,12 +179,12 @@ describe('completion scripts from a tree', () => {
     [{ name: 'journals', description: 'Journals. More text.' }],
   );
 
-  it('lists topics, commands and aliases, sorted, without hidden flags; --help everywhere', () => {
+  it('lists topics, commands and aliases, sorted, without hidden flags; --help everywhere, --version at the root', () => {
     assert.deepEqual(
       tree.nodes.map((n) => [n.path, n.children.map((c) => c.name), n.flags.map((f) => f.name)]),
       [
-        ['', ['journals'], []],
-        ['journals', ['list', 'ls'], []],
+        ['', ['journals'], ['help', 'version']],
+        ['journals', ['list', 'ls'], ['help']],
         ['journals list', [], ['format', 'help']],
         ['journals ls', [], ['format', 'help']],
       ],
