@@ -110,17 +110,21 @@ export function completionTree(bin: string, commands: readonly CommandInfo[], to
       n.summary = firstSentence(c.summary ?? c.description) + (id === c.id ? '' : ` (alias of ${c.id.split(':').join(' ')})`);
       n.flags = Object.values(c.flags)
         .filter((f) => !f.hidden)
-        .map((f) => ({
-          name: f.name,
-          ...(f.char ? { char: f.char } : {}),
-          summary: firstSentence(f.summary ?? f.description),
-          takesValue: f.type === 'option',
-          ...(f.options?.length ? { options: [...f.options] } : {}),
-          multiple: Boolean(f.multiple),
-        }))
-        .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+        .flatMap((f): CompletionFlag[] => {
+          const flag: CompletionFlag = {
+            name: f.name,
+            ...(f.char ? { char: f.char } : {}),
+            summary: firstSentence(f.summary ?? f.description),
+            takesValue: f.type === 'option',
+            ...(f.options?.length ? { options: [...f.options] } : {}),
+            multiple: Boolean(f.multiple),
+          };
+          // A switch declared with allowNo also takes --no-<name>.
+          return f.allowNo && f.type === 'boolean' ? [flag, { name: `no-${f.name}`, summary: `Turn off --${f.name}`, takesValue: false, multiple: false }] : [flag];
+        });
       // oclif answers --help for every command without declaring it.
       if (!n.flags.some((f) => f.name === 'help')) n.flags.push({ name: 'help', summary: 'Show help for this command', takesValue: false, multiple: false });
+      n.flags.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
       n.args = Object.values(c.args).map((a) => ({ name: a.name, ...(a.options?.length ? { options: [...a.options] } : {}) }));
       n.variadic = c.strict === false;
     }

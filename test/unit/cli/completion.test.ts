@@ -44,6 +44,17 @@ describe('gazctl completion', () => {
     assert.equal(r.stdout.length, 0);
   });
 
+  it('the launcher (bin/gazctl, from the bundle when it is built) prints the same scripts as the tsc output', async () => {
+    for (const shell of ['bash', 'zsh', 'fish']) {
+      const r = await runGazctl(['completion', shell], { launcher: true });
+      assert.equal(r.code, 0, describeResult(['completion', shell], r));
+      const plain = await runGazctl(['completion', shell], { env: { GAZCTL_NO_BUNDLE: '1' } });
+      assert.equal(plain.code, 0, describeResult(['completion', shell], plain));
+      assert.equal(r.stdout.toString(), plain.stdout.toString(), shell);
+      assert.equal(r.stdout.toString(), scripts[shell], shell);
+    }
+  });
+
   it('bash: COMPREPLY for topics, commands, flags and flag values', () => {
     // Each case: the words on the line (the last one being completed) and the expected COMPREPLY.
     const cases: [string[], string[]][] = [
@@ -172,7 +183,7 @@ describe('completion scripts from a tree', () => {
         id: 'journals:list',
         aliases: ['journals:ls'],
         summary: "List journals [it's] fine.",
-        flags: { format: { name: 'format', char: 'o', description: 'Output format [it\'s] fine.', type: 'option', options: ['table', 'json'] }, secret: { name: 'secret', type: 'boolean', hidden: true } },
+        flags: { format: { name: 'format', char: 'o', description: 'Output format [it\'s] fine.', type: 'option', options: ['table', 'json'] }, secret: { name: 'secret', type: 'boolean', hidden: true }, color: { name: 'color', type: 'boolean', allowNo: true } },
         args: {},
       },
     ],
@@ -185,8 +196,8 @@ describe('completion scripts from a tree', () => {
       [
         ['', ['journals'], ['help', 'version']],
         ['journals', ['list', 'ls'], ['help']],
-        ['journals list', [], ['format', 'help']],
-        ['journals ls', [], ['format', 'help']],
+        ['journals list', [], ['color', 'format', 'help', 'no-color']],
+        ['journals ls', [], ['color', 'format', 'help', 'no-color']],
       ],
     );
     assert.equal(tree.nodes[1]!.children[1]!.summary, "List journals [it's] fine (alias of journals list)");
