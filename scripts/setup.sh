@@ -3,9 +3,9 @@
 #
 #   scripts/setup.sh demo   npm packages, Debian's etcd-server and libdeflate-dev: all the demo
 #                           needs (it runs on our own brokers), no Go toolchain.
-#   scripts/setup.sh [all]  the above, plus what the tests and benchmarks need: zstd, and the
-#                           reference Go peers (gazette broker, Go gazctl, etcd 3.6, versitygw)
-#                           built from the Go module proxy.
+#   scripts/setup.sh [all]  the above, plus what the tests and benchmarks need: zstd, zsh, fish,
+#                           and the reference Go peers (gazette broker, Go gazctl, etcd 3.6,
+#                           versitygw) built from the Go module proxy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
@@ -20,11 +20,14 @@ fi
 
 # Debian packages: etcd-server (3.4) for our brokers; libdeflate-dev for the optional native
 # inflate of direct reads (scripts/build-native.mjs; the tests require it to be built); zstd
-# because the codec tests check our gzip and zstd output with the system tools.
+# because the codec tests check our gzip and zstd output with the system tools; zsh and fish
+# because the tests of `gazctl completion` load its scripts into the real shells.
 apt_pkgs=()
 [ -x /usr/bin/etcd ] || apt_pkgs+=(etcd-server)
 [ -f /usr/include/libdeflate.h ] || apt_pkgs+=(libdeflate-dev)
 if [ "$what" = all ] && ! command -v zstd >/dev/null 2>&1; then apt_pkgs+=(zstd); fi
+if [ "$what" = all ] && ! command -v zsh >/dev/null 2>&1; then apt_pkgs+=(zsh); fi
+if [ "$what" = all ] && ! command -v fish >/dev/null 2>&1; then apt_pkgs+=(fish); fi
 if [ ${#apt_pkgs[@]} -gt 0 ]; then
   if ! command -v apt-get >/dev/null 2>&1; then
     echo "setup: please install ${apt_pkgs[*]} (no apt-get on this machine)" >&2
