@@ -1,3 +1,4 @@
+import { Flags } from '@oclif/core';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { GazctlCommand, shardsBaseFlags, shardsOptions, journalsOptions, UsageError, type ServiceOptions } from '../cli/base.js';
 import { selector } from '../cli/flags.js';
@@ -87,7 +88,16 @@ See docs/health.md for alerting examples.`;
   static override group = 'journals' as const;
   static override iniSection = 'health';
   static override baseFlags = shardsBaseFlags;
-  static override flags = { ...oclifFlags(OPTIONS), ...oclifFlags(ETCD_OPTIONS) };
+  static override flags = {
+    ...oclifFlags(OPTIONS),
+    ...oclifFlags(ETCD_OPTIONS),
+    // The group's --timeout, described as this command uses it (its default differs too).
+    timeout: Flags.string({
+      description: 'Deadline of the whole check (Go duration; default 10s); with --watch, of each round; with --exit-when-healthy, of the wait (default 5m).',
+      helpGroup: 'GLOBAL',
+      env: 'GAZCTL_TIMEOUT',
+    }),
+  };
 
   async run(): Promise<void> {
     const flags = await this.resolve(OPTIONS);
