@@ -93,9 +93,12 @@ function why(err: unknown): string {
 }
 
 /** The words of a failed probe: no answer in time, or what went wrong. */
-function failure(err: unknown, budgetMs: number, what: string): string {
+function failure(err: unknown, budgetMs: number, what: string, endpoint?: string): string {
   if (err instanceof Timeout) return `${what} did not answer within ${formatGoDuration(BigInt(Math.max(1, Math.round(budgetMs))) * 1_000_000n)}`;
-  return `${what} failed: ${why(err)}`;
+  let msg = why(err);
+  // The line names the endpoint already: "broker http://b:8080 is unreachable: …" reads "unreachable: …".
+  if (endpoint) msg = msg.replace(new RegExp(`^(broker|consumer|etcd) ${endpoint.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}:? (is )?`), '');
+  return `${what} failed: ${msg}`;
 }
 
 /** "a, b, c and 4 more" */
@@ -203,7 +206,7 @@ export async function checkHealth(p: HealthProbes, deadline: number, signal?: Ab
     try {
       journals = await bounded(deadline, signal, (s) => p.listJournals(s));
     } catch (err) {
-      checks.push({ component: 'broker', subject: p.brokerAddress, state: 'problem', detail: failure(err, budget(), 'List') });
+      checks.push({ component: 'broker', subject: p.brokerAddress, state: 'problem', detail: failure(err, budget(), 'List', p.brokerAddress) });
       checks.push({ component: 'store', subject: '', state: 'skipped', detail: 'not checked: no journal listing' });
       return;
     }
@@ -222,7 +225,7 @@ export async function checkHealth(p: HealthProbes, deadline: number, signal?: Ab
           await bounded(deadline, signal, (s) => p.pingBroker(ep, s));
           checks.push({ component: 'broker', subject: `${id} (${ep})`, state: 'ok', detail: 'answered List' });
         } catch (err) {
-          checks.push({ component: 'broker', subject: `${id} (${ep})`, state: 'problem', detail: failure(err, budget(), 'List') });
+          checks.push({ component: 'broker', subject: `${id} (${ep})`, state: 'problem', detail: failure(err, budget(), 'List', ep) });
         }
       }),
       ...stores.map(async (store) => {
@@ -245,7 +248,7 @@ export async function checkHealth(p: HealthProbes, deadline: number, signal?: Ab
     try {
       shards = await bounded(deadline, signal, (s) => p.listShards(s));
     } catch (err) {
-      checks.push({ component: 'consumer', subject: p.consumerAddress, state: 'problem', detail: failure(err, budget(), 'List') });
+      checks.push({ component: 'consumer', subject: p.consumerAddress, state: 'problem', detail: failure(err, budget(), 'List', p.consumerAddress) });
       return;
     }
     counts.shards = shards.length;
@@ -260,7 +263,7 @@ export async function checkHealth(p: HealthProbes, deadline: number, signal?: Ab
           await bounded(deadline, signal, (s) => p.pingConsumer(ep, s));
           checks.push({ component: 'consumer', subject: `${id} (${ep})`, state: 'ok', detail: 'answered List' });
         } catch (err) {
-          checks.push({ component: 'consumer', subject: `${id} (${ep})`, state: 'problem', detail: failure(err, budget(), 'List') });
+          checks.push({ component: 'consumer', subject: `${id} (${ep})`, state: 'problem', detail: failure(err, budget(), 'List', ep) });
         }
       }),
     );
@@ -277,7 +280,7 @@ export async function checkHealth(p: HealthProbes, deadline: number, signal?: Ab
         try {
           return { endpoint, status: await bounded(deadline, signal, (s) => p.etcdStatus(endpoint, s)) };
         } catch (err) {
-          return { endpoint, error: failure(err, budget(), 'Status') };
+          return { endpoint, error: failure(err, budget(), 'Status', endpoint) };
         }
       }),
     );

@@ -34,6 +34,9 @@ export interface EtcdMemberStatus {
   isLearner: boolean;
 }
 
+/** grpc-js details on one line, without its resolver note. */
+const oneLine = (s: string) => s.replace(/\s*Resolution note:.*$/s, '').replace(/\s+/g, ' ').trim();
+
 const STATUS_PATH = '/etcdserverpb.Maintenance/Status';
 
 /** Decodes a StatusResponse (fields we do not use are skipped). */
@@ -83,7 +86,7 @@ export function etcdMemberStatus(endpoint: string, timeoutMs: number, signal?: A
       { deadline: Date.now() + timeoutMs },
       (err: ServiceError | null, res?: Buffer) => {
         signal?.removeEventListener('abort', onAbort);
-        if (err) reject(new EtcdStatusError(`etcd ${endpoint}: ${err.details || err.message}`, { cause: err }));
+        if (err) reject(new EtcdStatusError(`etcd ${endpoint}: ${oneLine(err.details || err.message)}`, { cause: err }));
         else {
           try {
             resolve(decodeStatusResponse(res ?? Buffer.alloc(0), endpoint));

@@ -1,7 +1,10 @@
 // Unit tests of `gazctl health`'s checks and report (src/cli/health.ts) on stub probes, and of
 // the command in-process: usage errors, and a "broker" that accepts connections and never answers.
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
 import {
@@ -127,7 +130,7 @@ describe('health report', () => {
       soon(),
     );
     assert.deepEqual(r.checks.filter((c) => c.state === 'problem').map(checkLine), [
-      'broker z/b2 (http://b2:8080): List failed: broker http://b2:8080 is unreachable: connect ECONNREFUSED',
+      'broker z/b2 (http://b2:8080): List failed: unreachable: connect ECONNREFUSED',
       'store file:///s/: unhealthy: open /s/.test: no such file or directory; more',
     ]);
     const down = await checkHealth(probes({ listJournals: async () => Promise.reject(new Error('refused')) }), soon());
@@ -290,5 +293,28 @@ describe('health command in-process', () => {
     assert.equal(doc.healthy, false);
     assert.equal(doc.etcd_checked, true);
     assert.deepEqual(doc.problems.map((p) => p.component).sort(), ['broker', 'etcd']);
+  });
+
+  it('gazctl.ini: the broker from [journals.Broker], the consumer from [shards.Consumer], etcd from [etcd], options from [health]', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gazctl-health-ini-'));
+    try {
+      writeFileSync(
+        join(dir, 'gazctl.ini'),
+        `[journals.Broker]\nAddress = ${address}\n\n[shards.Consumer]\nAddress = http://127.0.0.1:1\n\n[etcd]\nAddress = http://127.0.0.1:1, http://127.0.0.1:2\n\n[health]\nFormat = json\n`,
+      );
+      const r = await runInProcess(['health', '--timeout', '1s'], { cwd: dir });
+      assert.equal(r.code, 1, describeInProcess(['health'], r));
+      const doc = JSON.parse(r.stdout) as { consumers_checked: boolean; etcd_checked: boolean; problems: { line: string }[] };
+      assert.equal(doc.consumers_checked, true);
+      assert.equal(doc.etcd_checked, true);
+      const lines = doc.problems.map((p) => p.line);
+      assert.equal(lines.length, 4, lines.join('\n'));
+      assert.ok(lines[0]!.startsWith(`broker ${address}: List did not answer`), lines[0]);
+      assert.ok(lines[1]!.startsWith('consumer http://127.0.0.1:1: List failed: '), lines[1]);
+      assert.ok(lines[2]!.startsWith('etcd http://127.0.0.1:1: Status failed: '), lines[2]);
+      assert.ok(lines[3]!.startsWith('etcd http://127.0.0.1:2: Status failed: '), lines[3]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
