@@ -22,6 +22,7 @@ import { JournalSpec_Suspend_Level, type ListResponse_Journal } from '../../../s
 import { ReplicaStatus_Code, type ListResponse_Shard } from '../../../src/lib/protocol/gen/consumer/protocol.js';
 import { BinaryWriter } from '@bufbuild/protobuf/wire';
 import { describeInProcess, runInProcess } from '../../helpers/inproc.js';
+import { startStubBroker, type StubBroker } from '../../helpers/stub-broker.js';
 
 const B1 = 'http://b1:8080';
 const B2 = 'http://b2:8080';
@@ -315,6 +316,27 @@ describe('health command in-process', () => {
       assert.ok(lines[3]!.startsWith('etcd http://127.0.0.1:2: Status failed: '), lines[3]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('--watch on a healthy (stub) broker prints one report however many rounds run, and Ctrl-C exits 0', async () => {
+    const stub: StubBroker = await startStubBroker([{ name: 'acme/one', labels: { app: 'billing' }, content: '' }]);
+    try {
+      const outside = new Set(process.listeners('SIGINT'));
+      let timer: NodeJS.Timeout | undefined;
+      const interrupt = () => {
+        for (const l of process.listeners('SIGINT')) if (!outside.has(l)) (l as () => void)();
+      };
+      const args = ['health', '--broker.address', stub.address, '--watch', '--interval', '10ms'];
+      // Interrupted a while after the first report: many more rounds, none a change.
+      const r = await runInProcess(args, { onStdout: () => (timer ??= setTimeout(interrupt, 300)) });
+      assert.equal(r.code, 0, describeInProcess(args, r));
+      const out = r.stdout.trimEnd().split('\n');
+      assert.equal(out.length, 2, r.stdout);
+      assert.match(out[0]!, /^--- \d{4}-\d\d-\d\dT/);
+      assert.equal(out[1], 'healthy: 1 broker, 1 journal, 0 stores, consumers not checked, etcd not checked');
+    } finally {
+      await stub.stop();
     }
   });
 });
