@@ -182,7 +182,7 @@ See docs/health.md for alerting examples.`;
           const key = problemKey(r);
           if (r.healthy || key !== last) {
             last = key;
-            write(r, false);
+            write(r, true);
           }
           if (r.healthy) return;
           if (Date.now() + intervalMs >= end) {
