@@ -211,7 +211,7 @@ export async function checkHealth(p: HealthProbes, deadline: number, signal?: Ab
       return;
     }
     counts.journals = journals.length;
-    checks.push({ component: 'broker', subject: p.brokerAddress, state: 'ok', detail: `answered List (${journals.length} journals)` });
+    checks.push({ component: 'broker', subject: p.brokerAddress, state: 'ok', detail: `answered List (${plural(journals.length, 'journal')})` });
     checks.push(...journalChecks(journals));
     const members = routeEndpoints(journals.map((j) => j.route));
     // The configured address may be a member or a balancer in front of them: it counts once.
@@ -252,7 +252,7 @@ export async function checkHealth(p: HealthProbes, deadline: number, signal?: Ab
       return;
     }
     counts.shards = shards.length;
-    checks.push({ component: 'consumer', subject: p.consumerAddress, state: 'ok', detail: `answered List (${shards.length} shards)` });
+    checks.push({ component: 'consumer', subject: p.consumerAddress, state: 'ok', detail: `answered List (${plural(shards.length, 'shard')})` });
     checks.push(...shardChecks(shards));
     const members = routeEndpoints(shards.map((s) => s.route));
     counts.consumers = members.size + (members.has(p.consumerAddress) ? 0 : 1);

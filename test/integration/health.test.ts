@@ -13,6 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { JournalClient } from '../../src/lib/index.js';
 import { JournalSpec } from '../../src/lib/protocol/gen/broker/protocol.js';
 import { label, labelSet } from '../../src/lib/protocol/labels.js';
+import { nanosToDuration } from '../../src/lib/protocol/duration.js';
 import {
   applySumAppShards,
   createSumAppJournals,
@@ -54,9 +55,10 @@ describe('gazctl health on a real cluster', { timeout: 120_000 }, () => {
     await cluster?.stop();
   });
 
-  test('healthy: exit 0, a summary counting what was checked; --watch prints once, Ctrl-C exits 0', async () => {
+  test('healthy: exit 0, a summary counting what was checked; --watch prints once, Ctrl-C exits 0', async (t) => {
     const args = ['health', '-l', `app=${APP}`, '-v'];
     const r = await runGazctl(args, { env: allEnv() });
+    t.diagnostic(r.stdout.toString());
     assert.equal(r.code, 0, describeResult(args, r));
     const out = lines(r.stdout);
     // 2 shards' sources and recovery logs, on both brokers; the sum app's one store.
@@ -74,14 +76,14 @@ describe('gazctl health on a real cluster', { timeout: 120_000 }, () => {
     assert.equal(lines(w.stdout).filter((l) => l.startsWith('healthy:')).length, 1, w.stdout.toString());
   });
 
-  test('a file:// store whose directory does not exist: exit 1, the store named', async () => {
+  test('a file:// store whose directory does not exist: exit 1, the store named', async (t) => {
     const client = new JournalClient({ address: cluster!.brokerAddress });
     try {
       const spec = JournalSpec.fromPartial({
         name: BAD_STORE_JOURNAL,
         replication: 1,
         labels: labelSet(label('app', 'hl-store')),
-        fragment: { length: 1024n, stores: ['file:///no-such-dir/'], compression_codec: 1 },
+        fragment: { length: 1024n, stores: ['file:///no-such-dir/'], compression_codec: 1, refresh_interval: nanosToDuration(30_000_000_000n) },
       });
       await client.apply([{ expect_mod_revision: 0n, upsert: spec, delete: '' }]);
     } finally {
@@ -90,17 +92,19 @@ describe('gazctl health on a real cluster', { timeout: 120_000 }, () => {
     await waitForJournalsAssigned(cluster!, [BAD_STORE_JOURNAL], 30_000);
     const args = ['health', '-l', 'app=hl-store'];
     const r = await runGazctl(args, { env: brokerEnv() });
+    t.diagnostic(r.stdout.toString());
     assert.equal(r.code, 1, describeResult(args, r));
     const out = lines(r.stdout);
     assert.match(out[0]!, /^store file:\/\/\/no-such-dir\/: unhealthy: .+/, describeResult(args, r));
     assert.equal(out.at(-1), 'unhealthy: 1 problem');
   });
 
-  test('a shard that cannot run (its journals do not exist): exit 1, the shard named', async () => {
+  test('a shard that cannot run (its journals do not exist): exit 1, the shard named', async (t) => {
     const bad = sumAppLayout({ name: 'hlbad', shards: 1 });
     await applySumAppShards(group!.address, sumAppShardSpecs(bad, { hotStandbys: 0 }));
     const args = ['health', '-l', 'app=hlbad', '-o', 'json'];
     const r = await runGazctl(args, { env: allEnv() });
+    t.diagnostic(r.stdout.toString());
     assert.equal(r.code, 1, describeResult(args, r));
     const doc = JSON.parse(r.stdout.toString()) as { healthy: boolean; problems: { component: string; line: string }[] };
     assert.equal(doc.healthy, false);
@@ -109,11 +113,12 @@ describe('gazctl health on a real cluster', { timeout: 120_000 }, () => {
     assert.match(shardLines[0]!, /^(shard hlbad-000: FAILED on .+|shards: 1 enabled without a primary consumer: hlbad-000)$/);
   });
 
-  test('a broker killed: exit 1 within --timeout, a line naming it; --exit-when-healthy exits 0 once it is back', async () => {
+  test('a broker killed: exit 1 within --timeout, a line naming it; --exit-when-healthy exits 0 once it is back', async (t) => {
     const b1 = cluster!.brokers[1]!;
     await cluster!.stopBroker(1, { graceful: false, releaseLease: false });
     const args = ['health', '-l', `app=${APP}`, '--timeout', '5s'];
     const r = await runGazctl(args, { env: brokerEnv(), timeoutMs: 20_000 });
+    t.diagnostic(r.stdout.toString());
     assert.equal(r.code, 1, describeResult(args, r));
     assert.equal(r.timedOut, false);
     assert.match(r.stdout.toString(), new RegExp(`^broker ${esc(`${cluster!.zone}/${b1.id} (${b1.endpoint})`)}: List failed: .+$`, 'm'), describeResult(args, r));
@@ -124,15 +129,17 @@ describe('gazctl health on a real cluster', { timeout: 120_000 }, () => {
     await pollUntil('a first unhealthy report', async () => wait.stdoutText().includes('unhealthy:'), { timeoutMs: 20_000, intervalMs: 50 });
     await cluster!.restartBroker(1);
     const w = await wait.result;
+    t.diagnostic(w.stdout.toString());
     assert.equal(w.code, 0, describeResult(['health', '--exit-when-healthy'], w));
     assert.match(lines(w.stdout).at(-1)!, /^healthy: 2 brokers, 4 journals, 1 store/, w.stdout.toString());
   });
 
-  test('etcd stopped: exit 1 with --etcd.address, the member named', async () => {
+  test('etcd stopped: exit 1 with --etcd.address, the member named', async (t) => {
     const ep = cluster!.etcd.endpoint;
     await cluster!.etcd.halt('SIGKILL');
     const args = ['health', '-l', `app=${APP}`, '--etcd.address', ep, '--timeout', '3s'];
     const r = await runGazctl(args, { env: brokerEnv(), timeoutMs: 20_000 });
+    t.diagnostic(r.stdout.toString());
     assert.equal(r.code, 1, describeResult(args, r));
     assert.match(r.stdout.toString(), new RegExp(`^etcd ${esc(ep)}: Status (failed: .+|did not answer within .+)$`, 'm'), describeResult(args, r));
   });
