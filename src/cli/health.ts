@@ -162,14 +162,23 @@ export function shardChecks(shards: readonly ListResponse_Shard[]): HealthCheck[
       const errs = st.errors.length ? `: ${st.errors.map((e) => e.replace(/\s*\n\s*/g, '; ').trim()).join('; ')}` : '';
       failed.push({ component: 'shard', subject: id, state: 'problem', detail: `FAILED${on}${errs}` });
     });
-    if (!s.spec?.disable && (s.route?.primary ?? -1) < 0) noPrimary.push(id);
+    if (s.spec?.disable) continue;
+    // Serving means its primary replica reached PRIMARY: one assigned but still recovering
+    // (IDLE, BACKFILL) does not process yet. A FAILED primary is reported above.
+    const pi = s.route?.primary ?? -1;
+    const code = pi >= 0 ? (s.status[pi]?.code ?? ReplicaStatus_Code.IDLE) : undefined;
+    if (code === undefined) noPrimary.push(id);
+    else if (code !== ReplicaStatus_Code.PRIMARY && code !== ReplicaStatus_Code.FAILED) {
+      const m = members[pi];
+      noPrimary.push(`${id} (primary ${m ? `${m.zone}/${m.suffix} ` : ''}is ${ReplicaStatus_Code[code] ?? code})`);
+    }
   }
   out.push(...failed.slice(0, FAILED_SHARDS_SHOWN));
   if (failed.length > FAILED_SHARDS_SHOWN) {
     out.push({ component: 'shards', subject: '', state: 'problem', detail: `${failed.length - FAILED_SHARDS_SHOWN} more FAILED replicas (see gazctl shards list -p -r)` });
   }
-  if (noPrimary.length) out.push({ component: 'shards', subject: '', state: 'problem', detail: `${noPrimary.length} enabled without a primary consumer: ${someNames(noPrimary)}` });
-  if (!out.length) out.push({ component: 'shards', subject: '', state: 'ok', detail: `${shards.length} listed, none FAILED, each enabled one with a primary` });
+  if (noPrimary.length) out.push({ component: 'shards', subject: '', state: 'problem', detail: `${noPrimary.length} enabled without a serving primary: ${someNames(noPrimary)}` });
+  if (!out.length) out.push({ component: 'shards', subject: '', state: 'ok', detail: `${shards.length} listed, none FAILED, each enabled one with a serving primary` });
   return out;
 }
 

@@ -177,16 +177,19 @@ describe('health report', () => {
         shard('s-1', [], [], {}),
         shard('s-2', [], [], { disable: true }),
         shard('s-3', [C1], [ReplicaStatus_Code.PRIMARY]),
+        shard('s-4', [C1], [ReplicaStatus_Code.BACKFILL]),
+        shard('s-5', [C1], [ReplicaStatus_Code.FAILED], { errors: ['gone'] }),
       ],
     });
     const r = await checkHealth(p, soon());
     assert.deepEqual(p.pinged.sort(), [B2, 'http://c2:9000']);
     assert.equal(r.counts.consumers, 2);
-    assert.equal(r.counts.shards, 4);
+    assert.equal(r.counts.shards, 6);
     assert.deepEqual(renderText(r, false).trimEnd().split('\n'), [
-      'shards: 1 enabled without a primary consumer: s-1',
+      'shards: 2 enabled without a serving primary: s-1, s-4 (primary z/c1 is BACKFILL)',
       'shard s-0: FAILED on z/c2: boom; at x',
-      'unhealthy: 2 problems',
+      'shard s-5: FAILED on z/c1: gone',
+      'unhealthy: 3 problems',
     ]);
     const ok = await checkHealth(probes({ consumerAddress: C1, listShards: async () => [shard('s-3', [C1], [ReplicaStatus_Code.PRIMARY])] }), soon());
     assert.equal(summaryLine(ok), 'healthy: 2 brokers, 2 journals, 1 store, 1 consumer, 1 shard, etcd not checked');
