@@ -192,7 +192,9 @@ export function etcdChecks(results: readonly { endpoint: string; status?: EtcdMe
     }
     const s = r.status;
     if (s.leader === undefined) out.push({ component: 'etcd', subject: r.endpoint, state: 'problem', detail: `member ${s.memberId} has no leader` });
-    for (const e of s.errors) out.push({ component: 'etcd', subject: r.endpoint, state: 'problem', detail: `member ${s.memberId} reports: ${e}` });
+    // A member without a leader also lists "etcdserver: no leader" among its errors: one line says it.
+    const errors = s.leader === undefined ? s.errors.filter((e) => !/no leader/i.test(e)) : s.errors;
+    for (const e of errors) out.push({ component: 'etcd', subject: r.endpoint, state: 'problem', detail: `member ${s.memberId} reports: ${e}` });
     if (s.leader !== undefined && !s.errors.length) {
       out.push({ component: 'etcd', subject: r.endpoint, state: 'ok', detail: `member ${s.memberId} (etcd ${s.version}${s.isLearner ? ', learner' : ''}), leader ${s.leader}` });
     }

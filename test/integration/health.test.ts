@@ -4,7 +4,8 @@
 // printing once and leaving with 0 on Ctrl-C); a file:// store whose directory is missing; a
 // shard that cannot run (its journals do not exist: FAILED or without a serving primary); a broker
 // killed (exit 1 naming it, within --timeout); --exit-when-healthy while that broker restarts
-// (exit 0 once it is back); etcd stopped (exit 1 with --etcd.address).
+// (exit 0 once it is back); a three-member etcd, then one member left without a leader; etcd
+// stopped (exit 1 with --etcd.address).
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -17,8 +18,10 @@ import { nanosToDuration } from '../../src/lib/protocol/duration.js';
 import {
   applySumAppShards,
   createSumAppJournals,
+  freePorts,
   pollUntil,
   startCluster,
+  startEtcd,
   startConsumers,
   sumAppLayout,
   sumAppShardSpecs,
@@ -26,6 +29,7 @@ import {
   waitForShardsPrimary,
   type Cluster,
   type ConsumerGroup,
+  type EtcdProcess,
 } from '../../src/testing/index.js';
 import { describeResult, runGazctl, spawnGazctl } from '../helpers/cli.js';
 
@@ -133,6 +137,44 @@ describe('gazctl health on a real cluster', { timeout: 120_000 }, () => {
     t.diagnostic(w.stdout.toString());
     assert.equal(w.code, 0, describeResult(['health', '--exit-when-healthy'], w));
     assert.match(lines(w.stdout).at(-1)!, /^healthy: 2 brokers, 4 journals, 1 store/, w.stdout.toString());
+  });
+
+  test('a three-member etcd: healthy with all three; a member left alone has no leader: exit 1, named', async (t) => {
+    // A cluster of its own (the brokers' etcd is a single member, which always leads itself).
+    const ports = await freePorts(6);
+    const names = ['h0', 'h1', 'h2'];
+    const initial = names.map((n, i) => `${n}=http://127.0.0.1:${ports[2 * i + 1]}`).join(',');
+    const members: EtcdProcess[] = await Promise.all(
+      names.map((n, i) =>
+        startEtcd({ clientPort: ports[2 * i]!, peerPort: ports[2 * i + 1]!, extraArgs: [`--name=${n}`, `--initial-cluster=${initial}`, '--initial-cluster-token=gazctl-health'] }),
+      ),
+    );
+    try {
+      const eps = members.map((m) => m.endpoint);
+      const args = ['health', '-l', `app=${APP}`, '--etcd.address', eps.join(',')];
+      const ok = await runGazctl(args, { env: brokerEnv() });
+      t.diagnostic(ok.stdout.toString());
+      assert.equal(ok.code, 0, describeResult(args, ok));
+      assert.match(lines(ok.stdout).at(-1)!, /, 3 etcd members$/);
+
+      await members[1]!.halt('SIGKILL');
+      await members[2]!.halt('SIGKILL');
+      // Once its election timeout passes, the member left knows no leader.
+      const alone = ['health', '-l', `app=${APP}`, '--etcd.address', eps[0]!, '--timeout', '3s'];
+      const r = await pollUntil(
+        'the member left alone to report no leader',
+        async () => {
+          const x = await runGazctl(alone, { env: brokerEnv() });
+          return x.code === 1 && x.stdout.toString().includes('has no leader') ? x : undefined;
+        },
+        { timeoutMs: 30_000, intervalMs: 200 },
+      );
+      t.diagnostic(r.stdout.toString());
+      assert.match(r.stdout.toString(), new RegExp(`^etcd ${esc(eps[0]!)}: member [0-9a-f]+ has no leader$`, 'm'));
+      assert.equal(lines(r.stdout).at(-1), 'unhealthy: 1 problem');
+    } finally {
+      await Promise.all(members.map((m) => m.stop()));
+    }
   });
 
   test('etcd stopped: exit 1 with --etcd.address, the member named', async (t) => {

@@ -200,7 +200,7 @@ describe('health report', () => {
     const r = await checkHealth(
       probes({
         etcdEndpoints: ['http://e1:2379', 'http://e2:2379', 'http://e3:2379'],
-        etcdStatus: async (ep) => (ep.includes('e1') ? status(ep, {}) : ep.includes('e2') ? status(ep, { memberId: '2', leader: undefined }) : status(ep, { memberId: '3', errors: ['memberID:3 alarm:NOSPACE '] })),
+        etcdStatus: async (ep) => (ep.includes('e1') ? status(ep, {}) : ep.includes('e2') ? status(ep, { memberId: '2', leader: undefined, errors: ['etcdserver: no leader'] }) : status(ep, { memberId: '3', errors: ['memberID:3 alarm:NOSPACE '] })),
       }),
       soon(),
     );
