@@ -8,3 +8,4 @@ export * from './kv.js';
 export * from './client.js';
 export * from './lease.js';
 export * from './watch.js';
+export * from './status.js';
