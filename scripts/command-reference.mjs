@@ -20,7 +20,7 @@ export const REFERENCE_PATH = join(ROOT, 'docs', 'commands.md');
 export const REGENERATE = 'npx tsc -p tsconfig.json && node scripts/command-reference.mjs';
 
 /** Titles of the help groups that our group flags (src/cli/base.ts) are shown under. */
-const GROUP_TITLES = { GLOBAL: 'Global flags', BROKER: 'Broker flags', CONSUMER: 'Consumer flags' };
+const GROUP_TITLES = { GLOBAL: 'Global flags', BROKER: 'Broker flags', CONSUMER: 'Consumer flags', ETCD: 'etcd flags' };
 
 const byName = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
 const words = (id) => id.split(':').join(' ');

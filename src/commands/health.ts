@@ -13,6 +13,7 @@ import {
   resolveOptions,
   OptionValueError,
   type OptionSpec,
+  type OptionSet,
   type Sources,
 } from '../cli/options.js';
 import { findIniFile, loadIni } from '../lib/config/ini.js';
@@ -90,6 +91,13 @@ See docs/health.md for alerting examples.`;
   ];
   static override group = 'journals' as const;
   static override iniSection = 'health';
+  static override optionSet(): OptionSet {
+    return OPTIONS;
+  }
+  /** The [etcd] section's options (print-config). */
+  static etcdOptionSet(): OptionSet {
+    return ETCD_OPTIONS;
+  }
   static override baseFlags = shardsBaseFlags;
   static override flags = {
     ...oclifFlags(OPTIONS),
@@ -97,7 +105,6 @@ See docs/health.md for alerting examples.`;
     // The group's --timeout, described as this command uses it (its default differs too).
     timeout: Flags.string({
       description: 'Deadline of the whole check (Go duration; default 10s); with --watch, of each round; with --exit-when-healthy, of the wait (default 5m).',
-      helpGroup: 'GLOBAL',
       env: 'GAZCTL_TIMEOUT',
     }),
   };

@@ -3,6 +3,7 @@ import { groupSections, renderConfig, type ConfigSection } from '../cli/print-co
 import type { Sources } from '../cli/options.js';
 import { findIniFile, loadIni } from '../lib/config/ini.js';
 import AttachUUIDs from './attach-uuids.js';
+import Health from './health.js';
 import JournalsAppend from './journals/append.js';
 import JournalsApply from './journals/apply.js';
 import JournalsEdit from './journals/edit.js';
@@ -72,6 +73,9 @@ Auth keys and tokens are masked ("<masked>"): the output is safe to paste into a
         sections.push({ name: section, options: Object.values(cmd.optionSet()), sources: { ...base, group, section } });
       }
     }
+    // Ours: `gazctl health` and the etcd endpoints it checks.
+    sections.push({ name: 'health', options: Object.values(Health.optionSet()), sources: { ...base, group: 'journals', section: 'health' } });
+    sections.push({ name: 'etcd', options: Object.values(Health.etcdOptionSet()), sources: { ...base, group: 'journals', section: 'etcd' } });
     process.stdout.write(renderConfig(sections));
   }
 }

@@ -58,6 +58,8 @@ describe('gazctl print-config', () => {
       '[shards.prune]',
       '[shards.recover]',
       '[shards.unassign]',
+      '[health]',
+      '[etcd]',
     ]);
     // Nothing is set: every value line is commented out.
     const values = r.stdout.split('\n').filter((l) => /^;? ?\w+ =/.test(l));
