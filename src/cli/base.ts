@@ -194,6 +194,9 @@ export abstract class GazctlCommand extends Command {
       .split('\n')
       .map((l) => l.trim())
       .filter((l) => l !== '' && !/^See more help/.test(l))
+      // A line that already ends in a colon ("Missing 1 required arg:") introduces the next, and
+      // oclif lists an argument as "NAME  description".
+      .map((l) => l.replace(/:$/, '').replace(/^(\S+) {2,}/, '$1: '))
       .join(': ')
       .replace(/^Error: /, '');
     process.stderr.write(`gazctl: ${first}${this.hint(err)}\n`);

@@ -40,6 +40,7 @@ const CASES: Case[] = [
   { name: 'missing -l on read', args: ['journals', 'read'], code: 2, says: /missing required flag -l\/--selector/ },
   { name: 'missing -l on append', args: ['journals', 'append'], input: 'x', code: 2, says: /missing required flag -l\/--selector/ },
   { name: 'missing -l on edit', args: ['journals', 'edit'], code: 2, says: /missing required flag -l\/--selector/ },
+  { name: 'missing argument of store-health', args: ['journals', 'store-health'], code: 2, says: /^gazctl: Missing 1 required arg: STORE_URL: Fragment store URL, e\.g\. s3:\/\/bucket\/prefix\/ or file:\/\/\/dir\/\.$/ },
   { name: '--from abc', args: ['journals', 'read', '-l', 'name=a/b', '--from', 'abc'], code: 2, says: /--from: expected unix seconds, an RFC 3339 time or a duration ago such as 24h, got "abc"/ },
   { name: 'negative --from', args: ['journals', 'read', '-l', 'name=a/b', '--from', '-5'], code: 2, says: /--from: expected unix seconds >= 0, got -5/ },
   { name: 'negative --to', args: ['journals', 'fragments', '--to', '-1'], code: 2, says: /--to: expected unix seconds >= 0/ },
