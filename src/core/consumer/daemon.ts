@@ -102,7 +102,11 @@ export async function serveConsumer(config: ConsumerConfig & { etcdPrefix: strin
     for (;;) {
       const entry = view.shards().get(shard);
       const a = entry?.assignments.find((x) => x.key === own.key && x.kv.createRevision === own.createRevision);
-      if (!a) return; // the replica's assignment is gone: nothing to advertise
+      // The replica's assignment is not in the view: the allocator moved it (the replica hears of
+      // its new assignment at the next listener run) or removed it (the replica is about to be
+      // closed). Upstream retries against the shard's current assignment until written or
+      // cancelled: the caller retries with backoff, reading the replica's assignment again.
+      if (!a) throw new Error(`assignment ${own.key} (created at revision ${own.createRevision}) is not current`);
       const next = reduceStatus(status, a.status);
       const r = await ks.txn({
         compare: [{ key: a.key, target: 'modRevision', value: a.kv.modRevision }],

@@ -66,7 +66,8 @@ export interface ReplicaHost {
   /**
    * Writes `status` to this replica's assignment key, reduced with the status there (as upstream's
    * ReplicaStatus.Reduce) and guarded by the assignment's mod revision as upstream; resolves once
-   * written and observed, or once the assignment is gone. Throws only on a failure to retry later.
+   * written and observed. Throws when it could not (etcd away, or `assignment` is not current):
+   * the replica retries with its then current assignment until written or closed.
    * `assignment` names the assignment the replica serves (its key and create revision): a status
    * is never written to another one, such as this member's new assignment of the shard after the
    * one the replica served was deleted.
