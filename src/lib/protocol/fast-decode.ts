@@ -520,11 +520,12 @@ function replicaStatus(end: number): ReplicaStatus {
   return m;
 }
 
-function listedShard(end: number): ListResponse_Shard {
-  const m: ListResponse_Shard = { spec: undefined, mod_revision: 0n, route: undefined, status: [], create_revision: 0n };
+/** A listed shard, its spec decoded by `specOf` (the whole spec, or a table's fields of it). */
+function listedShard<S>(end: number, specOf: (end: number) => S): Omit<ListResponse_Shard, 'spec'> & { spec: S | undefined } {
+  const m: Omit<ListResponse_Shard, 'spec'> & { spec: S | undefined } = { spec: undefined, mod_revision: 0n, route: undefined, status: [], create_revision: 0n };
   while (pos < end) {
     const t = tag(end);
-    if (t === 10) m.spec = shardSpec(delimited(end));
+    if (t === 10) m.spec = specOf(delimited(end));
     else if (t === 16) m.mod_revision = i64(end);
     else if (t === 26) m.route = route(delimited(end));
     else if (t === 34) {
@@ -537,12 +538,18 @@ function listedShard(end: number): ListResponse_Shard {
   return m;
 }
 
-function shardListResponse(): ShardListResponse {
+/** A shard ListResponse, each spec decoded by `specOf`. */
+function shardListResponse<S>(specOf: (end: number) => S): Omit<ShardListResponse, 'shards'> & { shards: (Omit<ListResponse_Shard, 'spec'> & { spec: S | undefined })[] } {
   const end = buf.length;
-  const m: ShardListResponse = { status: 0, header: undefined, shards: [], extension: Buffer.alloc(0) };
+  const m: Omit<ShardListResponse, 'shards'> & { shards: (Omit<ListResponse_Shard, 'spec'> & { spec: S | undefined })[] } = {
+    status: 0,
+    header: undefined,
+    shards: [],
+    extension: Buffer.alloc(0),
+  };
   while (pos < end) {
     const t = tag(end);
-    if (t === 26) m.shards.push(listedShard(delimited(end)));
+    if (t === 26) m.shards.push(listedShard(delimited(end), specOf));
     else if (t === 8) m.status = u32(end) | 0;
     else if (t === 18) m.header = header(end);
     else if (t === 802) {
@@ -559,7 +566,7 @@ export function decodeShardListResponse(bytes: Uint8Array): ShardListResponse {
   buf = asBuffer(bytes);
   pos = 0;
   try {
-    return shardListResponse();
+    return shardListResponse(shardSpec);
   } catch {
     return ShardListResponse.decode(bytes);
   } finally {
@@ -612,40 +619,6 @@ function shardSummarySpec(end: number): ShardSummarySpec {
 }
 const EMPTY_LABELS: { labels: Label[] } = Object.freeze({ labels: Object.freeze([]) as unknown as Label[] });
 
-function shardSummary(end: number): ShardSummary {
-  const m: ShardSummary = { spec: undefined, mod_revision: 0n, route: undefined, status: [], create_revision: 0n };
-  while (pos < end) {
-    const t = tag(end);
-    if (t === 10) m.spec = shardSummarySpec(delimited(end));
-    else if (t === 16) m.mod_revision = i64(end);
-    else if (t === 26) m.route = route(delimited(end));
-    else if (t === 34) {
-      const st = replicaStatus(delimited(end));
-      if (m.status.length === 0) m.status = [st];
-      else m.status.push(st);
-    } else if (t === 40) m.create_revision = i64(end);
-    else throw BAIL;
-  }
-  return m;
-}
-
-function shardSummaryList(): ShardSummaryList {
-  const end = buf.length;
-  const m: ShardSummaryList = { status: 0, header: undefined, shards: [], extension: Buffer.alloc(0) };
-  while (pos < end) {
-    const t = tag(end);
-    if (t === 26) m.shards.push(shardSummary(delimited(end)));
-    else if (t === 8) m.status = u32(end) | 0;
-    else if (t === 18) m.header = header(end);
-    else if (t === 802) {
-      const stop = delimited(end);
-      m.extension = Buffer.from(buf.subarray(pos, stop));
-      pos = stop;
-    } else throw BAIL;
-  }
-  return m;
-}
-
 /** Cuts a fully decoded listing down to its table fields (the fallback of decodeShardSummaries). */
 export function summarizeShardList(full: ShardListResponse, labels: boolean): ShardSummaryList {
   return {
@@ -673,7 +646,7 @@ export function decodeShardSummaries(bytes: Uint8Array, labels: boolean): ShardS
   pos = 0;
   wantLabels = labels;
   try {
-    return shardSummaryList();
+    return shardListResponse(shardSummarySpec);
   } catch {
     return summarizeShardList(ShardListResponse.decode(bytes), labels);
   } finally {
