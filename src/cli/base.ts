@@ -217,6 +217,12 @@ export abstract class GazctlCommand extends Command {
     for (let i = 0; i < 5 && err && !(err instanceof TransportError); i++) err = (err as { cause?: unknown }).cause;
     if (!(err instanceof TransportError)) return '';
     const svc = this.groupName === 'shards' && /consumer/i.test(err.message) ? 'consumer' : 'broker';
+    if (err.code === 16) {
+      // UNAUTHENTICATED: the service verifies tokens (--broker.auth-keys on its side).
+      const svc = this.groupName === 'shards' && /shard/i.test(err.message) ? 'consumer' : 'broker';
+      const why = /missing or empty Authorization/.test(err.message) ? 'requires authorization' : 'refused the authorization sent';
+      return ` (the ${svc} ${why}: pass the cluster's signing keys with --${svc}.auth-keys, or a bearer token with --${svc}.auth-token)`;
+    }
     switch (err.reason) {
       case 'untrusted-certificate':
         return ` (to trust the server's CA, pass it with --${svc}.trusted-ca-file)`;

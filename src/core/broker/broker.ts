@@ -12,9 +12,12 @@ import type { Peers } from './peers.js';
 import type { ReplicaSet } from './replicas.js';
 import type { Resolver } from './resolver.js';
 import type { ClusterView } from './view.js';
+import type { Security } from '../security.js';
 
 export interface Broker {
   config: ServeConfig;
+  /** TLS settings and the verifier and signer of authorization tokens. */
+  security: Security;
   ks: Keyspace;
   view: ClusterView;
   member: Membership;

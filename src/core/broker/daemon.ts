@@ -28,8 +28,9 @@ import { startServer } from './server.js';
 import { journalService } from './service.js';
 import { flushService } from './flush.js';
 import { ClusterView } from './view.js';
+import { buildSecurity, serviceEndpoint, type Security } from '../security.js';
 
-export async function serve(config: ServeConfig): Promise<number> {
+export async function serve(config: ServeConfig, security: Security = buildSecurity('broker', { certFile: '', keyFile: '', caFile: '' }, { certFile: '', keyFile: '', caFile: '' }, '')): Promise<number> {
   const log = new Logger(config.logLevel, config.logFormat);
   const stop = new AbortController();
   const id = { zone: config.zone, suffix: config.id || `${hostname().split('.')[0]}-${randomBytes(4).toString('hex')}` };
@@ -46,7 +47,7 @@ export async function serve(config: ServeConfig): Promise<number> {
     return s;
   };
   const persister = new Persister({ openStore: openStoreCached });
-  const b = { config, ks, view, peers: new Peers(), replicas: new ReplicaSet(), metrics, log, openStore: openStoreCached, persister } as Partial<Broker> as Broker;
+  const b = { config, ks, view, security, peers: new Peers({ tls: security.peerTls, authorize: security.authorize }), replicas: new ReplicaSet(), metrics, log, openStore: openStoreCached, persister } as Partial<Broker> as Broker;
   let started = false;
   const server = await startServer({
     host: config.host,
@@ -57,8 +58,9 @@ export async function serve(config: ServeConfig): Promise<number> {
     ready: () => started && b.member.registered && !b.member.exiting,
     maxRecvBytes: config.maxGrpcRecvSize || 4 << 20,
     log,
+    ...(security.serverTls ? { tls: security.serverTls } : {}),
   });
-  const endpoint = `http://${host.includes(':') ? `[${host}]` : host}:${server.port}`;
+  const endpoint = serviceEndpoint(host, server.port, security.serverTls !== undefined);
   b.member = new Membership(ks, config.etcdPrefix, id, endpoint, config.limit, config.etcdLeaseSeconds, log, encodeBrokerSpec);
   b.resolver = new Resolver(view, b.member, id);
 

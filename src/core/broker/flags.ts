@@ -3,9 +3,9 @@
 //
 // A flag is `--name=value` or `--name value`; a boolean flag takes no value (or `=true|false`).
 // A flag given on the command line wins over its environment variable, which wins over the
-// default. TLS, auth keys and debug-port options are accepted for drop-in compatibility but
-// only the ones listed as `supported` change behaviour; the others are refused with a clear
-// message rather than silently ignored.
+// default. TLS and auth keys work as upstream's (see core/security.ts). Options we do not
+// implement (etcd TLS, CORS, auto-suspend, the debug port) are accepted by name for drop-in
+// compatibility and refused with one clear line when set, rather than silently ignored.
 
 import { LOG_LEVELS as LEVELS, type LogLevel } from '../log.js';
 import { optionHelpLine, parseBool, parseDurationNs, parseInt10, UsageError } from '../options.js';
@@ -30,6 +30,13 @@ export interface ServeConfig {
   logLevel: LogLevel;
   logFormat: 'json' | 'text' | 'color';
   maxGrpcRecvSize: number;
+  serverCertFile: string;
+  serverCertKeyFile: string;
+  serverCAFile: string;
+  peerCertFile: string;
+  peerCertKeyFile: string;
+  peerCAFile: string;
+  authKeys: string;
 }
 
 export type { LogLevel };
@@ -50,12 +57,12 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
   { name: 'broker.id', env: 'BROKER_ID', kind: 'string', def: '', help: 'Unique ID of this process. Auto-generated if not set' },
   { name: 'broker.host', env: 'BROKER_HOST', kind: 'string', def: '', help: 'Addressable, advertised hostname or IP of this process. Hostname is used if not set' },
   { name: 'broker.port', env: 'BROKER_PORT', kind: 'string', def: '', help: 'Service port for HTTP and gRPC requests. A random port is used if not set' },
-  { name: 'broker.server-cert-file', env: 'BROKER_SERVER_CERT_FILE', kind: 'string', def: '', help: 'Path to the server TLS certificate (not supported yet)', unsupported: true },
-  { name: 'broker.server-cert-key-file', env: 'BROKER_SERVER_CERT_KEY_FILE', kind: 'string', def: '', help: 'Path to the server TLS private key (not supported yet)', unsupported: true },
-  { name: 'broker.server-ca-file', env: 'BROKER_SERVER_CA_FILE', kind: 'string', def: '', help: 'Trusted CA of client certificates (not supported yet)', unsupported: true },
-  { name: 'broker.peer-cert-file', env: 'BROKER_PEER_CERT_FILE', kind: 'string', def: '', help: 'Client TLS certificate for peer requests (not supported yet)', unsupported: true },
-  { name: 'broker.peer-cert-key-file', env: 'BROKER_PEER_CERT_KEY_FILE', kind: 'string', def: '', help: 'Client TLS private key for peer requests (not supported yet)', unsupported: true },
-  { name: 'broker.peer-ca-file', env: 'BROKER_PEER_CA_FILE', kind: 'string', def: '', help: 'Trusted CA of peer server certificates (not supported yet)', unsupported: true },
+  { name: 'broker.server-cert-file', env: 'BROKER_SERVER_CERT_FILE', kind: 'string', def: '', help: 'Path to the server TLS certificate. This option toggles whether TLS is used. If absent, all other TLS settings are ignored.' },
+  { name: 'broker.server-cert-key-file', env: 'BROKER_SERVER_CERT_KEY_FILE', kind: 'string', def: '', help: 'Path to the server TLS private key' },
+  { name: 'broker.server-ca-file', env: 'BROKER_SERVER_CA_FILE', kind: 'string', def: '', help: 'Path to the trusted CA for server verification of client certificates. When present, client certificates are required and verified against this CA' },
+  { name: 'broker.peer-cert-file', env: 'BROKER_PEER_CERT_FILE', kind: 'string', def: '', help: 'Path to the client TLS certificate for peer-to-peer requests' },
+  { name: 'broker.peer-cert-key-file', env: 'BROKER_PEER_CERT_KEY_FILE', kind: 'string', def: '', help: 'Path to the client TLS private key for peer-to-peer requests' },
+  { name: 'broker.peer-ca-file', env: 'BROKER_PEER_CA_FILE', kind: 'string', def: '', help: 'Path to the trusted CA for client verification of peer server certificates. When absent, the system CA pool is used instead' },
   { name: 'broker.max-grpc-recv-size', env: 'BROKER_MAX_GRPC_RECV_SIZE', kind: 'int', def: '4194304', help: 'Maximum size of gRPC messages accepted by this server, in bytes' },
   { name: 'broker.allow-origin', env: 'BROKER_ALLOW_ORIGIN', kind: 'string', def: '', help: 'Origin to allow in CORS contexts (not supported yet)', unsupported: true },
   { name: 'broker.limit', env: 'BROKER_LIMIT', kind: 'int', def: '1024', help: 'Maximum number of Journals the broker will allocate' },
@@ -65,7 +72,7 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
   { name: 'broker.max-replication', env: 'BROKER_MAX_REPLICATION', kind: 'int', def: '9', help: 'Maximum effective replication of any one journal, which upper-bounds its stated replication' },
   { name: 'broker.min-append-rate', env: 'BROKER_MIN_APPEND_RATE', kind: 'int', def: '65536', help: 'Min rate (in bytes-per-sec) at which a client may stream Append RPC content' },
   { name: 'broker.watch-delay', env: 'BROKER_WATCH_DELAY', kind: 'duration', def: '30ms', help: 'Delay applied to the application of watched Etcd events' },
-  { name: 'broker.auth-keys', env: 'BROKER_AUTH_KEYS', kind: 'string', def: '', help: 'Keys to sign and verify Authorization tokens (not supported yet)', unsupported: true },
+  { name: 'broker.auth-keys', env: 'BROKER_AUTH_KEYS', kind: 'string', def: '', help: 'Whitespace or comma separated, base64-encoded keys used to sign (first key) and verify (all keys) Authorization tokens' },
   { name: 'broker.auto-suspend', env: 'BROKER_AUTO_SUSPEND', kind: 'bool', def: 'false', help: 'Automatically suspend journals which have persisted all fragments (not supported yet)', unsupported: true },
   { name: 'etcd.address', env: 'ETCD_ADDRESS', kind: 'string', def: 'http://localhost:2379', help: 'Etcd service address endpoint' },
   { name: 'etcd.cert-file', env: 'ETCD_CERT_FILE', kind: 'string', def: '', help: 'Path to the client TLS certificate (not supported yet)', unsupported: true },
@@ -169,5 +176,12 @@ export function parseServeArgs(args: readonly string[], env: NodeJS.ProcessEnv):
     logLevel: level,
     logFormat: format,
     maxGrpcRecvSize: nonNeg('broker.max-grpc-recv-size'),
+    serverCertFile: raw('broker.server-cert-file'),
+    serverCertKeyFile: raw('broker.server-cert-key-file'),
+    serverCAFile: raw('broker.server-ca-file'),
+    peerCertFile: raw('broker.peer-cert-file'),
+    peerCertKeyFile: raw('broker.peer-cert-key-file'),
+    peerCAFile: raw('broker.peer-ca-file'),
+    authKeys: raw('broker.auth-keys'),
   };
 }

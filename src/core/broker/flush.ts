@@ -8,7 +8,7 @@
 // the upload. Other brokers proxy the request to the primary, or, with do_not_proxy, answer
 // NOT_JOURNAL_PRIMARY_BROKER with the route, as for Append.
 
-import { status as GrpcStatus, type sendUnaryData, type ServerUnaryCall } from '@grpc/grpc-js';
+import { status as GrpcStatus, type sendUnaryData, type ServerUnaryCall, type ServiceError } from '@grpc/grpc-js';
 import { Status } from '../../lib/protocol/gen/broker/protocol.js';
 import { FlushResponse, type FlushRequest, type FlushServer } from '../../lib/protocol/gen/gazctl/flush.js';
 import { fragmentEquals, type LocalFragment } from '../fragment/spool.js';
@@ -16,6 +16,8 @@ import type { Broker } from './broker.js';
 import { ensurePipeline, proposeAll } from './primary.js';
 import type { Resolution } from './resolver.js';
 import { RpcError } from './append.js';
+import { nameSelector } from './peers.js';
+import { verifyCall } from '../security.js';
 import { rpcError, toServiceError } from './rpc-errors.js';
 
 type Local = Extract<Resolution, { kind: 'local' }>;
@@ -66,11 +68,19 @@ export async function serveFlush(b: Broker, res: Local): Promise<FlushResponse> 
 export function flushService(b: Broker): FlushServer {
   return {
     async flush(call: ServerUnaryCall<FlushRequest, FlushResponse>, cb: sendUnaryData<FlushResponse>) {
+      // A flush rolls the journal's fragment: it needs what an append needs.
+      let claims;
+      try {
+        claims = verifyCall(b.security?.verifier, call.metadata, 1 << 4).sel;
+      } catch (e) {
+        return cb(e as ServiceError);
+      }
       const req = call.request;
       if (req.journal === '') return cb(rpcError(GrpcStatus.INVALID_ARGUMENT, 'flush: the request must name the journal'));
       try {
         const res = await b.resolver.resolve({
           journal: req.journal,
+          claims,
           requirePrimary: true,
           mayProxy: !req.do_not_proxy,
           header: req.header,
@@ -79,7 +89,8 @@ export function flushService(b: Broker): FlushServer {
         if (res.kind === 'status') return cb(null, FlushResponse.fromPartial({ status: res.status, header: res.header }));
         if (res.kind === 'proxy') {
           const up = await new Promise<FlushResponse>((resolve, reject) => {
-            const c = b.peers.flush(res.endpoint).flush({ ...req, header: res.header }, (err, r) => (err ? reject(err) : resolve(r)));
+            const md = b.peers.metadata({ cap: 1 << 4, sel: nameSelector(req.journal), ttlSec: 3600 });
+            const c = b.peers.flush(res.endpoint).flush({ ...req, header: res.header }, md, (err, r) => (err ? reject(err) : resolve(r)));
             call.on('cancelled', () => c.cancel());
           });
           return cb(null, up);

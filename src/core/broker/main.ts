@@ -3,6 +3,7 @@
 
 import { parseServeArgs, serveHelp, UsageError } from './flags.js';
 import { serve } from './daemon.js';
+import { buildSecurity } from '../security.js';
 
 export async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
@@ -19,8 +20,15 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   let config;
+  let security;
   try {
     config = parseServeArgs(rest, process.env);
+    security = buildSecurity(
+      'broker',
+      { certFile: config.serverCertFile, keyFile: config.serverCertKeyFile, caFile: config.serverCAFile },
+      { certFile: config.peerCertFile, keyFile: config.peerCertKeyFile, caFile: config.peerCAFile },
+      config.authKeys,
+    );
   } catch (e) {
     if (e instanceof UsageError) {
       process.stderr.write(`gazette serve: ${e.message}\n`);
@@ -28,5 +36,5 @@ export async function main(argv: string[]): Promise<number> {
     }
     throw e;
   }
-  return serve(config);
+  return serve(config, security);
 }

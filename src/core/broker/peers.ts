@@ -1,23 +1,51 @@
 // gRPC clients of the other brokers, one per endpoint, shared by proxying and replication.
+//
+// A peer's endpoint says whether it speaks TLS (https://); such peers are dialled with the
+// broker's peer TLS settings (--broker.peer-*). With auth keys, every call carries a token
+// signed with the first key for the claims that call needs, as a Go broker's self-signed calls.
 
-import { credentials } from '@grpc/grpc-js';
+import { credentials, type Metadata } from '@grpc/grpc-js';
+import type { SecureContext } from 'node:tls';
+import { tlsCredentials } from '../../lib/client/dial.js';
+import type { Authorizer, Claims } from '../../lib/client/auth.js';
 import { JournalClient } from '../../lib/protocol/gen/broker/protocol.js';
 import { FlushClient } from '../../lib/protocol/gen/gazctl/flush.js';
+import { peerMetadata } from '../security.js';
 import { ReplicateSessions, type ReplicateCall, type ReplicateCallHandlers } from './replicate-client.js';
+
+export interface PeersOptions {
+  /** TLS context for https:// peers (default: the system roots, no client certificate). */
+  tls?: SecureContext;
+  /** Signs this broker's calls to its peers (default: no authorization). */
+  authorize?: Authorizer;
+  maxMessageBytes?: number;
+}
 
 export class Peers {
   private readonly clients = new Map<string, JournalClient>();
   private readonly flushClients = new Map<string, FlushClient>();
   /** Replication streams go over HTTP/2 connections of their own (replicate-client.ts). */
-  private readonly replicateSessions = new ReplicateSessions();
+  private readonly replicateSessions: ReplicateSessions;
+  private readonly maxMessageBytes: number;
+  private readonly authorize: Authorizer;
 
-  constructor(private readonly maxMessageBytes = 16 << 20) {}
+  constructor(private readonly opts: PeersOptions = {}) {
+    this.maxMessageBytes = opts.maxMessageBytes ?? 16 << 20;
+    this.authorize = opts.authorize ?? (() => undefined);
+    this.replicateSessions = new ReplicateSessions(opts.tls);
+  }
+
+  /** Metadata authorizing one call with `claims`. */
+  metadata(claims: Claims): Metadata {
+    return peerMetadata(this.authorize, claims);
+  }
 
   client(endpoint: string): JournalClient {
     let c = this.clients.get(endpoint);
     if (!c) {
       const u = new URL(endpoint);
-      c = new JournalClient(u.host, credentials.createInsecure(), {
+      const creds = u.protocol === 'https:' ? tlsCredentials(this.opts.tls, u.host) : credentials.createInsecure();
+      c = new JournalClient(u.host, creds, {
         'grpc.max_receive_message_length': this.maxMessageBytes,
         'grpc.max_send_message_length': this.maxMessageBytes,
         // A restarted peer on the same port should be reachable again quickly.
@@ -40,9 +68,9 @@ export class Peers {
     return c;
   }
 
-  /** A Replicate stream to the broker at `endpoint`. */
-  openReplicate(endpoint: string, handlers: ReplicateCallHandlers): ReplicateCall {
-    return this.replicateSessions.open(endpoint, handlers);
+  /** A Replicate stream of `journal` to the broker at `endpoint`. */
+  openReplicate(endpoint: string, journal: string, handlers: ReplicateCallHandlers): ReplicateCall {
+    return this.replicateSessions.open(endpoint, handlers, this.authorize({ cap: REPLICATE, sel: nameSelector(journal), ttlSec: 3600 }));
   }
 
   close(): void {
@@ -51,4 +79,11 @@ export class Peers {
     this.clients.clear();
     this.flushClients.clear();
   }
+}
+
+const REPLICATE = 1 << 5;
+
+/** The selector `name=<journal>` (metadata suffix removed), as claims of one journal. */
+export function nameSelector(journal: string): Claims['sel'] {
+  return { include: { labels: [{ name: 'name', value: journal.split(';')[0]!, prefix: false }] }, exclude: { labels: [] } };
 }

@@ -21,8 +21,9 @@ class PeerStream {
   constructor(
     readonly endpoint: string,
     peers: Peers,
+    journal: string,
   ) {
-    this.call = peers.openReplicate(endpoint, {
+    this.call = peers.openReplicate(endpoint, journal, {
       onResponse: (r) => this.push(r),
       onEnd: (e) => this.fail(e ?? new PipelineError(`replica ${endpoint} closed its Replicate stream`)),
     });
@@ -94,6 +95,7 @@ export class Pipeline {
     route: Route,
     localIndex: number,
     peers: Peers,
+    journal: string,
   ) {
     route.members.forEach((m, i) => {
       if (i === localIndex) return;
@@ -101,7 +103,7 @@ export class Pipeline {
       if (!endpoint) throw new PipelineError(`replica ${m.zone}#${m.suffix} has no endpoint`);
       // The streams take framed requests (replicate-client.ts): a content message's small
       // head and tail are made once for every replica, and its content is never copied.
-      this.streams.push(new PeerStream(endpoint, peers));
+      this.streams.push(new PeerStream(endpoint, peers, journal));
     });
     this.memberIds = route.members.filter((_, i) => i !== localIndex);
   }

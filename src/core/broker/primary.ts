@@ -27,7 +27,7 @@ export async function ensurePipeline(b: Broker, replica: Replica, res: Local): P
   if (cur && cur.routeKey === key && !cur.broken) return cur;
   cur?.close();
   replica.pipeline = undefined;
-  const p = new Pipeline(key, res.header, res.entry.route, res.localIndex, b.peers);
+  const p = new Pipeline(key, res.header, res.entry.route, res.localIndex, b.peers, res.spec.name);
   try {
     if (p.size > 0) {
       const acks = await p.propose(replica.spool.fragment, replica.spool.registers);

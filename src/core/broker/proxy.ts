@@ -3,7 +3,11 @@
 
 import { Metadata, status as GrpcStatus, type ServerReadableStream, type ServerWritableStream, type ServiceError } from '@grpc/grpc-js';
 import type { AppendRequest, AppendResponse, FragmentsRequest, FragmentsResponse, Header, JournalClient, ReadRequest, ReadResponse } from '../../lib/protocol/gen/broker/protocol.js';
-import type { Peers } from './peers.js';
+import { nameSelector, type Peers } from './peers.js';
+
+const READ = 1 << 3;
+const APPEND = 1 << 4;
+const HOUR = 3600;
 
 function grpcError(e: unknown): Partial<ServiceError> {
   const se = e as Partial<ServiceError>;
@@ -36,7 +40,8 @@ export function proxyRead(peers: Peers, targets: ProxyTarget[], call: ServerWrit
     const attempt = (k: number) => {
       const t = targets[k]!;
       let answered = false;
-      const stream = peers.client(t.endpoint).read({ ...call.request, header: t.header });
+      // Signed by this broker for the journal alone, as a Go broker proxies on its client's behalf.
+      const stream = peers.client(t.endpoint).read({ ...call.request, header: t.header }, peers.metadata({ cap: READ, sel: nameSelector(call.request.journal), ttlSec: HOUR }));
       up = stream;
       if (cancelled) stream.cancel();
       stream.on('data', (r: ReadResponse) => {
@@ -74,7 +79,8 @@ export function proxyAppend(
   call: ServerReadableStream<AppendRequest, AppendResponse>,
 ): Promise<AppendResponse> {
   return new Promise((resolve, reject) => {
-    const up = peers.client(endpoint).append((err, res) => (err ? reject(grpcError(err)) : resolve(res)));
+    const md = peers.metadata({ cap: APPEND, sel: nameSelector(first.journal), ttlSec: HOUR });
+    const up = peers.client(endpoint).append(md, (err, res) => (err ? reject(grpcError(err)) : resolve(res)));
     call.on('cancelled', () => up.cancel());
     up.write({ ...first, header });
     void (async () => {
@@ -98,7 +104,7 @@ export async function proxyFragments(peers: Peers, targets: ProxyTarget[], req: 
     const t = targets[k]!;
     try {
       return await new Promise<FragmentsResponse>((resolve, reject) => {
-        peers.client(t.endpoint).listFragments({ ...req, header: t.header }, (err, res) => (err ? reject(err) : resolve(res)));
+        peers.client(t.endpoint).listFragments({ ...req, header: t.header }, peers.metadata({ cap: READ, sel: nameSelector(req.journal), ttlSec: HOUR }), (err, res) => (err ? reject(err) : resolve(res)));
       });
     } catch (e) {
       if (k + 1 < targets.length && unreachable(e)) continue;

@@ -17,7 +17,8 @@
 // only a status).
 
 import * as http2 from 'node:http2';
-import { connect as netConnect } from 'node:net';
+import { connect as netConnect, isIP } from 'node:net';
+import { connect as tlsConnect, createSecureContext, type SecureContext } from 'node:tls';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { ReplicateResponse } from '../../lib/protocol/gen/broker/protocol.js';
 import { decodeGrpcMessage, MessageDeframer } from '../../lib/protocol/grpc-frame.js';
@@ -167,18 +168,38 @@ export class ReplicateCall {
   }
 }
 
-/** One HTTP/2 connection per replica endpoint, shared by every Replicate stream to it. */
+/**
+ * One HTTP/2 connection per replica endpoint, shared by every Replicate stream to it. An
+ * https:// endpoint is dialled with TLS (`tls`, default the system roots), offering only h2 as
+ * gRPC clients do, and the replica's certificate must verify.
+ */
 export class ReplicateSessions {
   private readonly sessions = new Map<string, http2.ClientHttp2Session>();
+
+  constructor(private readonly tls?: SecureContext) {}
 
   private session(endpoint: string): http2.ClientHttp2Session {
     const cur = this.sessions.get(endpoint);
     if (cur && !cur.closed && !cur.destroyed) return cur;
     const u = new URL(endpoint);
     const host = u.hostname.replace(/^\[(.*)\]$/, '$1');
-    const port = Number(u.port || 80);
-    const s = http2.connect(`http://${u.host}`, {
-      createConnection: () => netConnect({ host, port, noDelay: true }),
+    const secure = u.protocol === 'https:';
+    const port = Number(u.port || (secure ? 443 : 80));
+    const s = http2.connect(`${secure ? 'https' : 'http'}://${u.host}`, {
+      createConnection: secure
+        ? () => {
+            const t = tlsConnect({
+              host,
+              port,
+              secureContext: this.tls ?? createSecureContext({}),
+              ALPNProtocols: ['h2'],
+              // RFC 6066 allows only host names as SNI; the certificate is still checked against an IP.
+              ...(isIP(host) ? {} : { servername: host }),
+            });
+            t.setNoDelay(true);
+            return t;
+          }
+        : () => netConnect({ host, port, noDelay: true }),
     });
     const drop = (): void => {
       if (this.sessions.get(endpoint) === s) this.sessions.delete(endpoint);
@@ -191,14 +212,18 @@ export class ReplicateSessions {
     return s;
   }
 
-  /** Opens a Replicate stream to the broker at `endpoint` (an http:// URL). */
-  open(endpoint: string, handlers: ReplicateCallHandlers): ReplicateCall {
+  /**
+   * Opens a Replicate stream to the broker at `endpoint` (an http:// or https:// URL), with
+   * `authorization` as its metadata when given.
+   */
+  open(endpoint: string, handlers: ReplicateCallHandlers, authorization?: string): ReplicateCall {
     const s = this.session(endpoint);
     const stream = s.request(
       {
         ':method': 'POST',
         ':path': PATH,
-        ':scheme': 'http',
+        ':scheme': new URL(endpoint).protocol === 'https:' ? 'https' : 'http',
+        ...(authorization !== undefined ? { authorization } : {}),
         ':authority': new URL(endpoint).host,
         'content-type': 'application/grpc',
         te: 'trailers',

@@ -36,11 +36,20 @@ export class RawReplicateCall {
   private headersSent = false;
   private finished = false;
   private trailers: Record<string, string> | undefined;
+  /** The request's metadata, as much of grpc-js's Metadata as verifying it needs. */
+  readonly metadata: { get(key: string): string[] };
 
   constructor(
     private readonly stream: ServerHttp2Stream,
     private readonly maxMessageBytes: number,
+    headers: IncomingHttpHeaders = {},
   ) {
+    this.metadata = {
+      get: (key) => {
+        const v = headers[key.toLowerCase()];
+        return v === undefined ? [] : Array.isArray(v) ? v : [v];
+      },
+    };
     this.deframer = new MessageDeframer(maxMessageBytes);
     stream.on('data', (chunk: Buffer) => this.onData(chunk));
     stream.on('end', () => this.endInput());
@@ -190,7 +199,7 @@ export function routeReplicate(grpc: GrpcServer, serve: (call: RawReplicateCall)
     s.on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, ...rest: unknown[]) => {
       const ct = headers['content-type'];
       if (headers[':path'] === REPLICATE_PATH && headers[':method'] === 'POST' && typeof ct === 'string' && ct.startsWith('application/grpc')) {
-        const call = new RawReplicateCall(stream, maxMessageBytes);
+        const call = new RawReplicateCall(stream, maxMessageBytes, headers);
         const refused = RawReplicateCall.refusal(headers);
         if (refused) return call.emit('error', { code: GrpcStatus.UNIMPLEMENTED, details: refused });
         serve(call);

@@ -9,7 +9,7 @@
 // Every message with `acknowledge` gets one answer; the first answer carries the header.
 
 import { status as GrpcStatus, type ServerDuplexStream } from '@grpc/grpc-js';
-import { ReplicateResponse, Status, type ReplicateRequest } from '../../lib/protocol/gen/broker/protocol.js';
+import { ReplicateResponse, Status, type LabelSelector, type ReplicateRequest } from '../../lib/protocol/gen/broker/protocol.js';
 import { routeEquals } from '../../lib/protocol/route.js';
 import type { Broker } from './broker.js';
 import { SPOOL_WRITES_BEHIND_BYTES, type Replica } from './replica.js';
@@ -20,7 +20,7 @@ function fail(call: Call, code: GrpcStatus, details: string): void {
   call.emit('error', Object.assign(new Error(details), { code, details }));
 }
 
-export async function serveReplicate(b: Broker, call: Call): Promise<void> {
+export async function serveReplicate(b: Broker, call: Call, claims?: LabelSelector): Promise<void> {
   const it = call[Symbol.asyncIterator]() as AsyncIterator<ReplicateRequest>;
   const firstMsg = await it.next();
   if (firstMsg.done) return void call.end();
@@ -29,7 +29,7 @@ export async function serveReplicate(b: Broker, call: Call): Promise<void> {
   const name = first.proposal.journal;
   let res;
   try {
-    res = await b.resolver.resolve({ journal: name, requirePrimary: false, mayProxy: false, header: first.header });
+    res = await b.resolver.resolve({ journal: name, claims, requirePrimary: false, mayProxy: false, header: first.header });
   } catch (e) {
     return fail(call, GrpcStatus.FAILED_PRECONDITION, `replicate ${name}: ${(e as Error).message}`);
   }

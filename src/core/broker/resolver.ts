@@ -2,14 +2,17 @@
 // journal's spec and route, and decide whether this broker serves the request, proxies it to
 // the broker that does, or answers with a status (route attached, so clients can re-route).
 
-import { JournalSpec_Suspend_Level, Status, type Header, type JournalSpec, type ProcessSpec_ID, type Route } from '../../lib/protocol/gen/broker/protocol.js';
+import { JournalSpec_Suspend_Level, Status, type Header, type JournalSpec, type LabelSelector, type ProcessSpec_ID, type Route } from '../../lib/protocol/gen/broker/protocol.js';
 import { memberIndex } from '../../lib/protocol/route.js';
+import { journalMatchLabels, matchesSelector } from '../../lib/protocol/selector.js';
 import type { Membership } from '../membership.js';
 import type { ClusterView, JournalEntry } from './view.js';
 
 export interface ResolveOptions {
   /** The journal (a `;suffix` such as `;meta` is ignored). */
   journal: string;
+  /** The caller's claims selector (prefix labels rewritten): a journal outside it is not found. */
+  claims?: LabelSelector;
   /** The request must be served by the primary (Append). */
   requirePrimary: boolean;
   mayProxy: boolean;
@@ -75,7 +78,9 @@ export class Resolver {
     }
     if (o.minEtcdRevision && o.minEtcdRevision > 0n) await this.view.waitFor(o.minEtcdRevision, o.signal);
 
-    const entry = this.view.journals().get(name);
+    const found = this.view.journals().get(name);
+    // A journal the caller is not authorized to is treated as if it did not exist, as upstream.
+    const entry = found && o.claims && !matchesSelector(o.claims, journalMatchLabels(found.spec)) ? undefined : found;
     if (!entry) return { kind: 'status', status: Status.JOURNAL_NOT_FOUND, header: this.header() };
     const route = entry.route;
     const header = this.header(route);

@@ -12,6 +12,7 @@
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { ServerHttp2Session } from 'node:http2';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
+import { createServer as createTlsServer, type TlsOptions } from 'node:tls';
 import { Server as GrpcServer, ServerCredentials, type ServerDuplexStream } from '@grpc/grpc-js';
 import type { JournalServer, ReplicateRequest, ReplicateResponse } from '../../lib/protocol/gen/broker/protocol.js';
 import { routeReplicate } from './replicate-server.js';
@@ -78,6 +79,11 @@ export async function startServer(opts: {
   maxRecvBytes: number;
   /** Told at debug level which paths the grpc-js bypasses took (grpc-internals.ts). */
   log?: Pick<Logger, 'debug'>;
+  /**
+   * Serve TLS (core/security.ts): the handshake is done here, and the decrypted connection goes
+   * to gRPC or HTTP/1 by its first bytes exactly as a plain one does.
+   */
+  tls?: TlsOptions;
 }): Promise<ServiceServer> {
   const grpc = new GrpcServer({
     'grpc.max_receive_message_length': opts.maxRecvBytes,
@@ -116,7 +122,7 @@ export async function startServer(opts: {
   });
 
   const sockets = new Set<Socket>();
-  const net: NetServer = createNetServer({ pauseOnConnect: false, noDelay: true }, (socket) => {
+  const onConnection = (socket: Socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
     socket.on('error', () => socket.destroy());
@@ -136,7 +142,18 @@ export async function startServer(opts: {
       }
     };
     socket.on('data', onData);
-  });
+  };
+  const net: NetServer = opts.tls
+    ? createTlsServer({ ...opts.tls, noDelay: true } as TlsOptions, onConnection)
+    : createNetServer({ pauseOnConnect: false, noDelay: true }, onConnection);
+  if (opts.tls) {
+    // A failed handshake (an untrusted client certificate, plain text on a TLS port) concerns
+    // that one client: say so at debug level and go on.
+    net.on('tlsClientError', (e: Error, s: Socket) => {
+      opts.log?.debug('TLS handshake failed', { err: e.message, client: s.remoteAddress ?? '' });
+      s.destroy();
+    });
+  }
   await new Promise<void>((resolve, reject) => {
     net.once('error', reject);
     net.listen(opts.port, opts.host || undefined, () => resolve());

@@ -36,6 +36,24 @@ import { proxyAppend, proxyFragments, proxyRead } from './proxy.js';
 import { serveRead } from './read.js';
 import { serveReplicate } from './replicate.js';
 import { rpcError, toServiceError } from './rpc-errors.js';
+import { notAuthorized, verifyCall, type CallClaims } from '../security.js';
+import type { Metadata, ServiceError } from '@grpc/grpc-js';
+
+/** Capability bits each RPC needs (lib/client/auth.ts has the same on the client's side). */
+const LIST = 1 << 1;
+const APPLY = 1 << 2;
+const READ = 1 << 3;
+const APPEND = 1 << 4;
+const REPLICATE = 1 << 5;
+
+/** The claims of a call, or the UNAUTHENTICATED error to end it with. */
+function check(b: Broker, md: Pick<Metadata, 'get'> | undefined, require: number): { claims: CallClaims; err?: undefined } | { err: ServiceError; claims?: undefined } {
+  try {
+    return { claims: verifyCall(b.security?.verifier, md, require) };
+  } catch (e) {
+    return { err: e as ServiceError };
+  }
+}
 
 /** Journals per List response message, as upstream. */
 const LIST_PAGE = 25;
@@ -44,11 +62,13 @@ const DEFAULT_FRAGMENTS_PAGE = 1000;
 export function journalService(b: Broker): JournalServer {
   const unrouted = () => b.resolver.header();
 
-  const snapshot = (sel: ListRequest['selector']) => {
+  const snapshot = (sel: ListRequest['selector'], claims: CallClaims) => {
     const out: ListResponse_Journal[] = [];
     let maxRev = 0n;
     for (const j of b.view.journals().values()) {
-      if (!matchesSelector(sel, journalMatchLabels(j.spec))) continue;
+      const labels = journalMatchLabels(j.spec);
+      // Journals outside the caller's claims are left out as if they did not exist.
+      if (!matchesSelector(sel, labels) || (claims.sel && !matchesSelector(claims.sel, labels))) continue;
       out.push({ spec: j.spec, mod_revision: j.kv.modRevision, create_revision: j.kv.createRevision, route: j.route });
       if (j.kv.modRevision > maxRev) maxRev = j.kv.modRevision;
       for (const a of j.assignments) if (a.kv.modRevision > maxRev) maxRev = a.kv.modRevision;
@@ -58,6 +78,8 @@ export function journalService(b: Broker): JournalServer {
 
   return {
     async list(call: ServerWritableStream<ListRequest, ListResponse>) {
+      const auth = check(b, call.metadata, LIST);
+      if (auth.err) return call.emit('error', auth.err);
       const req = call.request;
       let sel;
       try {
@@ -73,7 +95,7 @@ export function journalService(b: Broker): JournalServer {
         if (req.watch_resume?.etcd) await b.view.waitFor(req.watch_resume.etcd.revision + 1n, ac.signal);
         let last = '';
         for (;;) {
-          const s = snapshot(sel);
+          const s = snapshot(sel, auth.claims);
           if (s.key !== last || !req.watch) {
             last = s.key;
             const pages = [];
@@ -103,11 +125,22 @@ export function journalService(b: Broker): JournalServer {
 
     async apply(call, reply: sendUnaryData<ApplyResponse>) {
       let cb = reply;
+      const auth = check(b, call.metadata, APPLY);
+      if (auth.err) return cb(auth.err);
       const req: ApplyRequest = call.request;
       try {
         validateJournalApplyRequest(req);
       } catch (e) {
         return cb(rpcError(GrpcStatus.INVALID_ARGUMENT, `apply: ${(e as Error).message}`));
+      }
+      // An upsert is authorized by the journal's labels (and name), a delete by its name alone.
+      const claimSel = auth.claims.sel;
+      if (claimSel) {
+        for (const c of req.changes) {
+          const name = c.upsert ? c.upsert.name : c.delete;
+          const labels = c.upsert ? journalMatchLabels(c.upsert) : { labels: [{ name: 'name', value: name, prefix: false }] };
+          if (!matchesSelector(claimSel, labels)) return cb(notAuthorized(name));
+        }
       }
       const compare = [];
       const success = [];
@@ -150,10 +183,13 @@ export function journalService(b: Broker): JournalServer {
     },
 
     async read(call: ServerWritableStream<ReadRequest, ReadResponse>) {
+      const auth = check(b, call.metadata, READ);
+      if (auth.err) return call.emit('error', auth.err);
       const req = call.request;
       try {
         const res = await b.resolver.resolve({
           journal: req.journal,
+          claims: auth.claims.sel,
           requirePrimary: false,
           mayProxy: !req.do_not_proxy,
           header: req.header,
@@ -175,6 +211,8 @@ export function journalService(b: Broker): JournalServer {
     },
 
     async append(call: ServerReadableStream<AppendRequest, AppendResponse>, cb: sendUnaryData<AppendResponse>) {
+      const auth = check(b, call.metadata, APPEND);
+      if (auth.err) return cb(auth.err);
       const it = call[Symbol.asyncIterator]() as AsyncIterator<AppendRequest>;
       try {
         const n = await it.next();
@@ -189,6 +227,7 @@ export function journalService(b: Broker): JournalServer {
         }
         const res = await b.resolver.resolve({
           journal: first.journal,
+          claims: auth.claims.sel,
           requirePrimary: true,
           mayProxy: !first.do_not_proxy,
           header: first.header,
@@ -210,17 +249,21 @@ export function journalService(b: Broker): JournalServer {
     },
 
     async replicate(call) {
+      const auth = check(b, call.metadata, REPLICATE);
+      if (auth.err) return call.emit('error', auth.err);
       try {
-        await serveReplicate(b, call);
+        await serveReplicate(b, call, auth.claims.sel);
       } catch (e) {
         call.emit('error', toServiceError(e));
       }
     },
 
     async listFragments(call, cb: sendUnaryData<FragmentsResponse>) {
+      const auth = check(b, call.metadata, READ);
+      if (auth.err) return cb(auth.err);
       const req: FragmentsRequest = call.request;
       try {
-        const res = await b.resolver.resolve({ journal: req.journal, requirePrimary: false, mayProxy: !req.do_not_proxy, header: req.header });
+        const res = await b.resolver.resolve({ journal: req.journal, claims: auth.claims.sel, requirePrimary: false, mayProxy: !req.do_not_proxy, header: req.header });
         if (res.kind === 'status') return cb(null, FragmentsResponse.fromPartial({ status: res.status, header: res.header }));
         if (res.kind === 'proxy') return cb(null, await proxyFragments(b.peers, [res, ...(res.fallbacks ?? [])], req));
         if (res.spec.suspend?.level === JournalSpec_Suspend_Level.FULL) return cb(null, FragmentsResponse.fromPartial({ status: Status.SUSPENDED, header: res.header }));
@@ -242,6 +285,8 @@ export function journalService(b: Broker): JournalServer {
     },
 
     async fragmentStoreHealth(call, cb: sendUnaryData<FragmentStoreHealthResponse>) {
+      const auth = check(b, call.metadata, READ);
+      if (auth.err) return cb(auth.err);
       const req: FragmentStoreHealthRequest = call.request;
       const header = unrouted();
       try {

@@ -195,6 +195,14 @@ export class ConnectionPool {
   }
 }
 
+/**
+ * Channel credentials for TLS to `target` (`host:port`) with `context` (default: the system
+ * roots, no client certificate), sending SNI only for host names (see TlsCredentials).
+ */
+export function tlsCredentials(context: SecureContext | undefined, target: string): ChannelCredentials {
+  return new TlsCredentials(context ?? createSecureContext({}), hostOf(target));
+}
+
 /** The host of a `host:port` dial target (brackets of an IPv6 literal removed). */
 function hostOf(target: string): string {
   const i = target.lastIndexOf(':');

@@ -21,6 +21,7 @@ export {
   isUnreachablePrimary,
   MAX_APPEND_MESSAGE, type AppendOptions, type AppendTransport } from './appender.js';
 export { ConnectionPool, dialTarget, CHANNEL_OPTIONS, MAX_RECEIVE_MESSAGE, type ServiceConfig } from './dial.js';
+export { AuthError, KeyVerifier, parseVerifyKeys, verifyToken, checkCapability, LEEWAY_SEC, type VerifiedClaims } from './verify.js';
 export { Capability, claimsFor, makeAuthorizer, parseAuthKeys, selectorClaimJson, signJwt, type Authorizer, type Claims } from './auth.js';
 export {
   backoff,
