@@ -59,7 +59,7 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
   { name: 'broker.port', env: 'BROKER_PORT', kind: 'string', def: '', help: 'Service port for HTTP and gRPC requests. A random port is used if not set' },
   { name: 'broker.server-cert-file', env: 'BROKER_SERVER_CERT_FILE', kind: 'string', def: '', help: 'Path to the server TLS certificate. This option toggles whether TLS is used. If absent, all other TLS settings are ignored.' },
   { name: 'broker.server-cert-key-file', env: 'BROKER_SERVER_CERT_KEY_FILE', kind: 'string', def: '', help: 'Path to the server TLS private key' },
-  { name: 'broker.server-ca-file', env: 'BROKER_SERVER_CA_FILE', kind: 'string', def: '', help: 'Path to the trusted CA for server verification of client certificates. When present, client certificates are required and verified against this CA' },
+  { name: 'broker.server-ca-file', env: 'BROKER_SERVER_CA_FILE', kind: 'string', def: '', help: 'Path to the trusted CA for server verification of client certificates. When present, client certificates are required and verified against this CA. When absent, client certificates are not required but are verified against the system CA pool if presented.' },
   { name: 'broker.peer-cert-file', env: 'BROKER_PEER_CERT_FILE', kind: 'string', def: '', help: 'Path to the client TLS certificate for peer-to-peer requests' },
   { name: 'broker.peer-cert-key-file', env: 'BROKER_PEER_CERT_KEY_FILE', kind: 'string', def: '', help: 'Path to the client TLS private key for peer-to-peer requests' },
   { name: 'broker.peer-ca-file', env: 'BROKER_PEER_CA_FILE', kind: 'string', def: '', help: 'Path to the trusted CA for client verification of peer server certificates. When absent, the system CA pool is used instead' },

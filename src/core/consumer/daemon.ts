@@ -29,6 +29,7 @@ import { ConsumerMetrics } from './metrics.js';
 import { Replica, type ReplicaHost } from './replica.js';
 import { shardService } from './service.js';
 import { ShardView, type ShardEntry } from './view.js';
+import { buildSecurity, serviceEndpoint, type Security } from '../security.js';
 
 /** Upstream's ReplicaStatus.Reduce: the higher code wins, errors accumulate. */
 export function reduceStatus(next: ReplicaStatus, existing: ReplicaStatus): ReplicaStatus {
@@ -47,6 +48,8 @@ export interface ServeOptions {
    * minutes, upstream's constant; runConsumer takes it from GAZETTE_HINTS_INTERVAL.
    */
   hintsIntervalMs?: number;
+  /** TLS and authorization (run.ts builds them from the options; default: from `config`). */
+  security?: Security;
 }
 
 export async function serveConsumer(config: ConsumerConfig & { etcdPrefix: string }, app: Application, opts: ServeOptions = {}): Promise<number> {
@@ -59,8 +62,28 @@ export async function serveConsumer(config: ConsumerConfig & { etcdPrefix: strin
   const ks = new Keyspace({ endpoints: config.etcdAddress.split(',').map((s) => s.trim()), debug: (msg, f) => log.debug(msg, f) });
   const view = new ShardView(ks, prefix, log, config.watchDelayMs);
   const metrics = new ConsumerMetrics();
+  const security =
+    opts.security ??
+    buildSecurity(
+      'consumer',
+      { certFile: config.serverCertFile ?? '', keyFile: config.serverCertKeyFile ?? '', caFile: config.serverCAFile ?? '' },
+      { certFile: config.peerCertFile ?? '', keyFile: config.peerCertKeyFile ?? '', caFile: config.peerCAFile ?? '' },
+      config.authKeys ?? '',
+    );
+  const opt = (v: string | undefined) => (v ? v : undefined);
   const journals = new JournalClient(
-    { address: config.brokerAddress, zone: config.zone, cacheSize: config.brokerCacheSize, cacheTTLms: config.brokerCacheTtlMs },
+    {
+      address: config.brokerAddress,
+      zone: config.zone,
+      cacheSize: config.brokerCacheSize,
+      cacheTTLms: config.brokerCacheTtlMs,
+      // The consumer's client options towards brokers (--broker.*), as gazctl's.
+      certFile: opt(config.brokerCertFile),
+      certKeyFile: opt(config.brokerCertKeyFile),
+      trustedCAFile: opt(config.brokerTrustedCAFile),
+      authKeys: opt(config.brokerAuthKeys),
+      authToken: opt(config.brokerAuthToken),
+    },
     config.fileRoot ? { fileRoot: config.fileRoot } : {},
   );
   const replicas = new Map<string, Replica>();
@@ -74,6 +97,7 @@ export async function serveConsumer(config: ConsumerConfig & { etcdPrefix: strin
     shard: shardService({
       view,
       ks,
+      verifier: security.verifier,
       self: id,
       log,
       get peers() {
@@ -91,9 +115,18 @@ export async function serveConsumer(config: ConsumerConfig & { etcdPrefix: strin
     ready: () => started && member.registered && !member.exiting,
     maxRecvBytes: config.maxGrpcRecvSize || 4 << 20,
     log,
+    ...(security.serverTls ? { tls: security.serverTls } : {}),
   });
-  const endpoint = `http://${host.includes(':') ? `[${host}]` : host}:${server.port}`;
-  peers = new ConnectionPool({ address: endpoint });
+  const endpoint = serviceEndpoint(host, server.port, security.serverTls !== undefined);
+  // Calls to other consumers (a proxied Stat) use the peer TLS options, which upstream applies
+  // only when the service port itself is TLS, and are signed with the first auth key.
+  const peerTls = security.serverTls !== undefined;
+  peers = new ConnectionPool({
+    address: endpoint,
+    ...(peerTls && config.peerCertFile ? { certFile: config.peerCertFile, certKeyFile: config.peerCertKeyFile } : {}),
+    ...(peerTls && config.peerCAFile ? { trustedCAFile: config.peerCAFile } : {}),
+    ...(security.verifier ? { authKeys: config.authKeys } : {}),
+  });
   member = new Membership(ks, prefix, id, endpoint, config.limit, config.etcdLeaseSeconds, log, encodeConsumerSpec);
   const memberSpec: ConsumerSpec = { process_spec: { id, endpoint }, shard_limit: config.limit, exiting: false };
   const localKey = (zone: string, suffix: string) => zone === id.zone && suffix === id.suffix;

@@ -14,8 +14,9 @@
 //     comments and defaults: `; <description>`, then `Field = value`, commented out (`; `) while
 //     it is the default.
 //
-// TLS, auth keys and the private diagnostics port are accepted for drop-in compatibility, and
-// refused with one clear line when set: this consumer does not implement them yet.
+// TLS and auth keys work as upstream's (core/security.ts), for the service port and for the
+// broker client. etcd TLS, CORS and the private diagnostics port are accepted for drop-in
+// compatibility, and refused with one clear line when set: this consumer does not implement them.
 
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -45,6 +46,19 @@ export interface ConsumerConfig {
   etcdPrefix: string;
   logLevel: LogLevel;
   logFormat: 'json' | 'text' | 'color';
+  serverCertFile: string;
+  serverCertKeyFile: string;
+  serverCAFile: string;
+  peerCertFile: string;
+  peerCertKeyFile: string;
+  peerCAFile: string;
+  /** Keys verifying calls to this consumer (and signing its calls to its peers). */
+  authKeys: string;
+  brokerCertFile: string;
+  brokerCertKeyFile: string;
+  brokerTrustedCAFile: string;
+  brokerAuthKeys: string;
+  brokerAuthToken: string;
 }
 
 type Kind = 'string' | 'int' | 'bool' | 'duration' | 'list';
@@ -80,24 +94,24 @@ export const CONSUMER_FLAGS: readonly FlagDef[] = [
   f('Consumer', 'consumer.id', 'ID', 'CONSUMER_ID', 'string', '', 'Unique ID of this process. Auto-generated if not set'),
   f('Consumer', 'consumer.host', 'Host', 'CONSUMER_HOST', 'string', '', 'Addressable, advertised hostname or IP of this process. Hostname is used if not set'),
   f('Consumer', 'consumer.port', 'Port', 'CONSUMER_PORT', 'string', '', 'Service port for HTTP and gRPC requests. A random port is used if not set'),
-  f('Consumer', 'consumer.server-cert-file', 'ServerCertFile', 'CONSUMER_SERVER_CERT_FILE', 'string', '', 'Path to the server TLS certificate (not supported yet)', true),
-  f('Consumer', 'consumer.server-cert-key-file', 'ServerCertKeyFile', 'CONSUMER_SERVER_CERT_KEY_FILE', 'string', '', 'Path to the server TLS private key (not supported yet)', true),
-  f('Consumer', 'consumer.server-ca-file', 'ServerCAFile', 'CONSUMER_SERVER_CA_FILE', 'string', '', 'Path to the trusted CA of client certificates (not supported yet)', true),
-  f('Consumer', 'consumer.peer-cert-file', 'PeerCertFile', 'CONSUMER_PEER_CERT_FILE', 'string', '', 'Path to the client TLS certificate for peer-to-peer requests (not supported yet)', true),
-  f('Consumer', 'consumer.peer-cert-key-file', 'PeerCertKeyFile', 'CONSUMER_PEER_CERT_KEY_FILE', 'string', '', 'Path to the client TLS private key for peer-to-peer requests (not supported yet)', true),
-  f('Consumer', 'consumer.peer-ca-file', 'PeerCAFile', 'CONSUMER_PEER_CA_FILE', 'string', '', 'Path to the trusted CA of peer server certificates (not supported yet)', true),
+  f('Consumer', 'consumer.server-cert-file', 'ServerCertFile', 'CONSUMER_SERVER_CERT_FILE', 'string', '', 'Path to the server TLS certificate. This option toggles whether TLS is used. If absent, all other TLS settings are ignored.'),
+  f('Consumer', 'consumer.server-cert-key-file', 'ServerCertKeyFile', 'CONSUMER_SERVER_CERT_KEY_FILE', 'string', '', 'Path to the server TLS private key'),
+  f('Consumer', 'consumer.server-ca-file', 'ServerCAFile', 'CONSUMER_SERVER_CA_FILE', 'string', '', 'Path to the trusted CA for server verification of client certificates. When present, client certificates are required and verified against this CA. When absent, client certificates are not required but are verified against the system CA pool if presented.'),
+  f('Consumer', 'consumer.peer-cert-file', 'PeerCertFile', 'CONSUMER_PEER_CERT_FILE', 'string', '', 'Path to the client TLS certificate for peer-to-peer requests'),
+  f('Consumer', 'consumer.peer-cert-key-file', 'PeerCertKeyFile', 'CONSUMER_PEER_CERT_KEY_FILE', 'string', '', 'Path to the client TLS private key for peer-to-peer requests'),
+  f('Consumer', 'consumer.peer-ca-file', 'PeerCAFile', 'CONSUMER_PEER_CA_FILE', 'string', '', 'Path to the trusted CA for client verification of peer server certificates. When absent, the system CA pool is used instead.'),
   f('Consumer', 'consumer.max-grpc-recv-size', 'MaxGRPCRecvSize', 'CONSUMER_MAX_GRPC_RECV_SIZE', 'int', '4194304', 'Maximum size of gRPC messages accepted by this server, in bytes'),
   f('Consumer', 'consumer.allow-origin', 'AllowOrigin', 'CONSUMER_ALLOW_ORIGIN', 'list', '', 'Origin to allow in CORS contexts (not supported yet)', true),
   f('Consumer', 'consumer.limit', 'Limit', 'CONSUMER_LIMIT', 'int', '32', 'Maximum number of Shards this consumer process will allocate'),
   f('Consumer', 'consumer.max-hot-standbys', 'MaxHotStandbys', 'CONSUMER_MAX_HOT_STANDBYS', 'int', '3', 'Maximum effective hot standbys of any one shard, which upper-bounds its stated hot-standbys.'),
   f('Consumer', 'consumer.watch-delay', 'WatchDelay', 'CONSUMER_WATCH_DELAY', 'duration', '30ms', 'Delay applied to the application of watched Etcd events. Larger values amortize the processing of fast-changing Etcd keys.'),
-  f('Consumer', 'consumer.auth-keys', 'AuthKeys', 'CONSUMER_AUTH_KEYS', 'string', '', 'Keys to sign and verify Authorization tokens (not supported yet)', true),
+  f('Consumer', 'consumer.auth-keys', 'AuthKeys', 'CONSUMER_AUTH_KEYS', 'string', '', 'Whitespace or comma separated, base64-encoded keys used to sign (first key) and verify (all keys) Authorization tokens.'),
   f('Broker', 'broker.address', 'Address', 'BROKER_ADDRESS', 'string', 'http://localhost:8080', 'Service address endpoint'),
-  f('Broker', 'broker.cert-file', 'CertFile', 'BROKER_CERT_FILE', 'string', '', 'Path to the client TLS certificate (not supported yet)', true),
-  f('Broker', 'broker.cert-key-file', 'CertKeyFile', 'BROKER_CERT_KEY_FILE', 'string', '', 'Path to the client TLS private key (not supported yet)', true),
-  f('Broker', 'broker.trusted-ca-file', 'TrustedCAFile', 'BROKER_TRUSTED_CA_FILE', 'string', '', 'Path to the trusted CA of server certificates (not supported yet)', true),
-  f('Broker', 'broker.auth-keys', 'AuthKeys', 'BROKER_AUTH_KEYS', 'string', '', 'Keys to sign Authorization tokens (not supported yet)', true),
-  f('Broker', 'broker.auth-token', 'AuthToken', 'BROKER_AUTH_TOKEN', 'string', '', 'Bearer token to use for authentication (not supported yet)', true),
+  f('Broker', 'broker.cert-file', 'CertFile', 'BROKER_CERT_FILE', 'string', '', 'Path to the client TLS certificate'),
+  f('Broker', 'broker.cert-key-file', 'CertKeyFile', 'BROKER_CERT_KEY_FILE', 'string', '', 'Path to the client TLS private key'),
+  f('Broker', 'broker.trusted-ca-file', 'TrustedCAFile', 'BROKER_TRUSTED_CA_FILE', 'string', '', 'Path to the trusted CA for client verification of server certificates'),
+  f('Broker', 'broker.auth-keys', 'AuthKeys', 'BROKER_AUTH_KEYS', 'string', '', 'Whitespace or comma separated, base64-encoded keys. The first key is used to sign Authorization tokens.'),
+  f('Broker', 'broker.auth-token', 'AuthToken', 'BROKER_AUTH_TOKEN', 'string', '', 'Bearer token to use for authentication.'),
   f('Broker', 'broker.cache.size', 'Size', 'BROKER_CACHE_SIZE', 'int', '0', 'Size of client route cache. If <= zero, no cache is used (server always proxies)'),
   f('Broker', 'broker.cache.ttl', 'TTL', 'BROKER_CACHE_TTL', 'duration', '1m', 'Time-to-live of route cache entries.'),
   f('Broker', 'broker.file-root', 'FileRoot', 'BROKER_FILE_ROOT', 'string', '', 'Local path which roots file:// fragment URLs which are being directly read (optional)'),
@@ -255,7 +269,7 @@ export function toConfig(values: Map<string, string>): ConsumerConfig {
   };
   const address = raw('broker.address');
   if (!/^(https?|unix):\/\//.test(address)) throw new UsageError(`invalid value ${JSON.stringify(address)} for --broker.address: not an endpoint URL (http://host:port)`);
-  if (address.startsWith('https:') || address.startsWith('unix:')) throw new UsageError(`--broker.address ${address}: only http:// endpoints are supported by this consumer yet`);
+  if (address.startsWith('unix:')) throw new UsageError(`--broker.address ${address}: unix:// endpoints are not supported by this consumer yet`);
   return {
     zone: raw('consumer.zone'),
     id: raw('consumer.id'),
@@ -274,6 +288,18 @@ export function toConfig(values: Map<string, string>): ConsumerConfig {
     etcdPrefix: prefix,
     logLevel: level,
     logFormat: format,
+    serverCertFile: raw('consumer.server-cert-file'),
+    serverCertKeyFile: raw('consumer.server-cert-key-file'),
+    serverCAFile: raw('consumer.server-ca-file'),
+    peerCertFile: raw('consumer.peer-cert-file'),
+    peerCertKeyFile: raw('consumer.peer-cert-key-file'),
+    peerCAFile: raw('consumer.peer-ca-file'),
+    authKeys: raw('consumer.auth-keys'),
+    brokerCertFile: raw('broker.cert-file'),
+    brokerCertKeyFile: raw('broker.cert-key-file'),
+    brokerTrustedCAFile: raw('broker.trusted-ca-file'),
+    brokerAuthKeys: raw('broker.auth-keys'),
+    brokerAuthToken: raw('broker.auth-token'),
   };
 }
 

@@ -9,8 +9,9 @@
 import { basename } from 'node:path';
 import type { Application } from './app.js';
 import { serveConsumer, type ServeOptions } from './daemon.js';
-import { parseOptions, printConfig, toConfig, usage, UsageError } from './flags.js';
+import { parseOptions, printConfig, toConfig, usage, UsageError, type ConsumerConfig } from './flags.js';
 import { parseGoDuration } from '../../lib/protocol/duration.js';
+import { buildSecurity, type Security } from '../security.js';
 
 /**
  * Not an upstream option: how often a primary stores its recorded hints, as a Go duration
@@ -60,8 +61,10 @@ export async function runConsumerCommand(app: Application, opts: RunConsumerOpti
   }
   let config;
   let hintsIntervalMs: number | undefined;
+  let security: Security;
   try {
     config = toConfig(parsed.values);
+    security = consumerSecurity(config);
     const interval = env[HINTS_INTERVAL_ENV];
     if (interval) {
       let ns: bigint;
@@ -81,7 +84,18 @@ export async function runConsumerCommand(app: Application, opts: RunConsumerOpti
     throw e;
   }
   const etcdPrefix = config.etcdPrefix || `/gazette/consumers/${name}`;
-  return serveConsumer({ ...config, etcdPrefix }, app, hintsIntervalMs !== undefined && opts.serve?.hintsIntervalMs === undefined ? { ...opts.serve, hintsIntervalMs } : opts.serve);
+  const serveOpts = hintsIntervalMs !== undefined && opts.serve?.hintsIntervalMs === undefined ? { ...opts.serve, hintsIntervalMs } : opts.serve;
+  return serveConsumer({ ...config, etcdPrefix }, app, { ...serveOpts, security });
+}
+
+/** The consumer's TLS and authorization settings (a UsageError naming the option when a file is bad). */
+export function consumerSecurity(config: ConsumerConfig): Security {
+  return buildSecurity(
+    'consumer',
+    { certFile: config.serverCertFile, keyFile: config.serverCertKeyFile, caFile: config.serverCAFile },
+    { certFile: config.peerCertFile, keyFile: config.peerCertKeyFile, caFile: config.peerCAFile },
+    config.authKeys,
+  );
 }
 
 /** Runs the command and exits the process with its code, as upstream's Main does. */

@@ -18,7 +18,11 @@
 //   * Unassign: deletes the primary assignment of each shard (or only FAILED assignments with
 //     only_failed), guarded by their mod revisions; dry_run only reports.
 
-import { status as GrpcStatus, type sendUnaryData, type ServerUnaryCall } from '@grpc/grpc-js';
+import { status as GrpcStatus, type Metadata, type sendUnaryData, type ServerUnaryCall } from '@grpc/grpc-js';
+import { Capability, claimsFor } from '../../lib/client/auth.js';
+import type { KeyVerifier } from '../../lib/client/verify.js';
+import { matchesSelector, shardMatchLabels } from '../../lib/protocol/selector.js';
+import { notAuthorized, verifyCall, type CallClaims } from '../security.js';
 import type { ConnectionPool } from '../../lib/client/dial.js';
 import type { Keyspace, TxnOp, Compare } from '../../lib/keyspace/index.js';
 import { ITEMS_PREFIX } from '../../lib/keyspace/keys.js';
@@ -59,6 +63,8 @@ export interface ShardServiceHost {
   readonly log: Logger;
   /** Connections to other consumers (Stat proxying). */
   readonly peers: ConnectionPool;
+  /** Verifier of calls' authorization (--consumer.auth-keys); none: every call is allowed. */
+  readonly verifier?: KeyVerifier | undefined;
   /** This process's replica of a shard, if it holds one. */
   replica(shard: string): Replica | undefined;
 }
@@ -67,11 +73,28 @@ function unroutedHeader(host: ShardServiceHost): Header {
   return { process_id: { ...host.self }, route: { members: [], primary: -1, endpoints: [] }, etcd: host.view.etcdHeader() };
 }
 
-function unary<Req, Res>(host: ShardServiceHost, what: string, fn: (req: Req, signal: AbortSignal) => Promise<Res>) {
+/** Whether a shard is within the caller's claims (labels and the `id` meta-label). */
+function visible(claims: CallClaims, spec: Parameters<typeof shardMatchLabels>[0]): boolean {
+  return !claims.sel || matchesSelector(claims.sel, shardMatchLabels(spec));
+}
+
+/** Whether the caller's claims cover the shard `id` by its id alone (Apply deletes, Unassign). */
+function coversId(claims: CallClaims, id: string): boolean {
+  return !claims.sel || matchesSelector(claims.sel, { labels: [{ name: 'id', value: id, prefix: false }] });
+}
+
+function unary<Req, Res>(host: ShardServiceHost, what: string, require: number, fn: (req: Req, signal: AbortSignal, claims: CallClaims) => Promise<Res>) {
   return (call: ServerUnaryCall<Req, Res>, cb: sendUnaryData<Res>): void => {
+    let claims: CallClaims;
+    try {
+      claims = verifyCall(host.verifier, call.metadata as Pick<Metadata, 'get'>, require);
+    } catch (e) {
+      cb(e as Parameters<sendUnaryData<Res>>[0]);
+      return;
+    }
     const ac = new AbortController();
     call.on('cancelled', () => ac.abort(new Error('cancelled')));
-    fn(call.request, ac.signal).then(
+    fn(call.request, ac.signal, claims).then(
       (r) => cb(null, r),
       (e: unknown) => {
         host.log.debug(`${what} failed`, { err: (e as Error).message });
@@ -83,7 +106,7 @@ function unary<Req, Res>(host: ShardServiceHost, what: string, fn: (req: Req, si
 
 export function shardService(host: ShardServiceHost): ShardServer {
   return {
-    list: unary(host, 'List', async (req: ListRequest): Promise<ListResponse> => {
+    list: unary(host, 'List', Capability.LIST, async (req: ListRequest, _signal, claims): Promise<ListResponse> => {
       if (req.selector) {
         try {
           validateLabelSelector(req.selector);
@@ -93,7 +116,7 @@ export function shardService(host: ShardServiceHost): ShardServer {
       }
       const shards: ListResponse_Shard[] = [];
       for (const s of host.view.shards().values()) {
-        if (!selectorMatchesShard(req.selector, s.spec)) continue;
+        if (!selectorMatchesShard(req.selector, s.spec) || !visible(claims, s.spec)) continue;
         shards.push({
           spec: s.spec,
           mod_revision: s.kv.modRevision,
@@ -105,8 +128,12 @@ export function shardService(host: ShardServiceHost): ShardServer {
       return { status: Status.OK, header: unroutedHeader(host), shards, extension: EMPTY };
     }),
 
-    apply: unary(host, 'Apply', async (req: ApplyRequest): Promise<ApplyResponse> => {
+    apply: unary(host, 'Apply', Capability.APPLY, async (req: ApplyRequest, _signal, claims): Promise<ApplyResponse> => {
       validateShardApplyRequest(req);
+      // An upsert is authorized by the shard's labels (and id), a delete by its id alone.
+      for (const ch of req.changes) {
+        if (ch.upsert ? !visible(claims, ch.upsert) : !coversId(claims, ch.delete)) throw notAuthorized(ch.upsert ? ch.upsert.id : ch.delete);
+      }
       const compare: Compare[] = [];
       const ops: TxnOp[] = [];
       for (const ch of req.changes) {
@@ -128,18 +155,19 @@ export function shardService(host: ShardServiceHost): ShardServer {
       return { status: Status.OK, header: { ...header, etcd: { ...header.etcd!, revision: r.revision } }, extension: EMPTY };
     }),
 
-    stat: unary(host, 'Stat', (req: StatRequest, signal) => stat(host, req, signal)),
+    stat: unary(host, 'Stat', Capability.READ, (req: StatRequest, signal, claims) => stat(host, req, signal, claims)),
 
-    getHints: unary(host, 'GetHints', async (req: GetHintsRequest): Promise<GetHintsResponse> => {
+    getHints: unary(host, 'GetHints', Capability.READ, async (req: GetHintsRequest, _signal, claims): Promise<GetHintsResponse> => {
       validateShardID(req.shard);
       const header = unroutedHeader(host);
-      const entry = host.view.shards().get(req.shard);
+      const found = host.view.shards().get(req.shard);
+      const entry = found && visible(claims, found.spec) ? found : undefined;
       if (!entry) return { status: Status.SHARD_NOT_FOUND, header, primary_hints: undefined, backup_hints: [], extension: EMPTY };
       // Read from etcd and validated (of the shard's recovery log) as upstream's fetchHints.
       return { status: Status.OK, header, ...hintsResponse(await fetchHints(host.ks, entry.spec)), extension: EMPTY };
     }),
 
-    unassign: unary(host, 'Unassign', async (req: UnassignRequest): Promise<UnassignResponse> => {
+    unassign: unary(host, 'Unassign', Capability.APPLY, async (req: UnassignRequest, _signal, claims): Promise<UnassignResponse> => {
       if (req.shards.length === 0) throw rpcError(GrpcStatus.UNKNOWN, 'expected at least one Shard');
       for (const s of req.shards) {
         try {
@@ -153,6 +181,8 @@ export function shardService(host: ShardServiceHost): ShardServer {
       const ops: TxnOp[] = [];
       const shards = host.view.shards();
       for (const id of req.shards) {
+        // Authorized by the shard's id alone, as Apply's deletes.
+        if (!coversId(claims, id)) throw notAuthorized(id);
         for (const a of shards.get(id)?.assignments ?? []) {
           const failed = a.status.code === ReplicaStatus_Code.FAILED;
           if (!failed && (req.only_failed || a.slot !== 0)) continue;
@@ -170,7 +200,7 @@ export function shardService(host: ShardServiceHost): ShardServer {
   };
 }
 
-async function stat(host: ShardServiceHost, req: StatRequest, signal: AbortSignal): Promise<StatResponse> {
+async function stat(host: ShardServiceHost, req: StatRequest, signal: AbortSignal, claims: CallClaims): Promise<StatResponse> {
   validateShardID(req.shard);
   const view = host.view;
   const proxied = req.header !== undefined;
@@ -186,7 +216,9 @@ async function stat(host: ShardServiceHost, req: StatRequest, signal: AbortSigna
     }
     if (h.etcd && h.etcd.revision > view.revision) await view.waitFor(h.etcd.revision, signal);
   }
-  const entry = view.shards().get(req.shard);
+  const found = view.shards().get(req.shard);
+  // A shard outside the caller's claims is treated as if it did not exist, as upstream.
+  const entry = found && visible(claims, found.spec) ? found : undefined;
   const route = entry ? entry.route : { members: [], primary: -1, endpoints: [] };
   const header: Header = { process_id: { ...host.self }, route, etcd: view.etcdHeader() };
   const empty = { read_through: {}, publish_at: {}, extension: EMPTY };
@@ -200,7 +232,8 @@ async function stat(host: ShardServiceHost, req: StatRequest, signal: AbortSigna
     if (endpoint === '') return { status: Status.NO_SHARD_PRIMARY, header, ...empty };
     const fwd: StatRequest = { ...req, header: { ...header, process_id: { ...primary } } };
     return new Promise<StatResponse>((resolve, reject) => {
-      const c = host.peers.shard(endpoint).stat(fwd, (err, res) => (err ? reject(err) : resolve(res)));
+      // Signed by this process (its first --consumer.auth-keys key) for the one shard.
+      const c = host.peers.shard(endpoint).stat(fwd, host.peers.metadata(claimsFor.shardStat(req.shard)), (err, res) => (err ? reject(err) : resolve(res)));
       signal.addEventListener('abort', () => c.cancel(), { once: true });
     });
   }

@@ -44,7 +44,7 @@ test('bad values are one UsageError naming the flag', () => {
     [['--etcd.lease=soon'], {}, /--etcd\.lease: not a duration/],
     [['--log.level=loud'], {}, /--log\.level/],
     [['--etcd.prefix=/trailing/'], {}, /--etcd\.prefix/],
-    [[], { BROKER_AUTH_KEYS: 'a2V5' }, /--broker\.auth-keys \(BROKER_AUTH_KEYS\) is not supported/],
+    [[], { BROKER_AUTO_SUSPEND: 'true' }, /--broker\.auto-suspend \(BROKER_AUTO_SUSPEND\) is not supported/],
     [['--broker.id'], {}, /expected argument for flag --broker\.id/],
     [['serve'], {}, /unexpected argument "serve"/],
   ];

@@ -52,7 +52,7 @@ describe('consumer options', () => {
     assert.throws(() => toConfig(parseOptions(['serve', '--etcd.lease=500ms'], {}, dir).values), /at least 1s/);
     assert.throws(() => toConfig(parseOptions(['serve', '--etcd.prefix=nope'], {}, dir).values), /must start and not end with \//);
     assert.throws(() => toConfig(parseOptions(['serve', '--log.level=loud'], {}, dir).values), /--log.level/);
-    assert.throws(() => toConfig(parseOptions(['serve'], { CONSUMER_SERVER_CERT_FILE: '/x.pem' }, dir).values), /--consumer.server-cert-file \(CONSUMER_SERVER_CERT_FILE\) is not supported/);
+    assert.throws(() => toConfig(parseOptions(['serve'], { ETCD_CERT_FILE: '/x.pem' }, dir).values), /--etcd.cert-file \(ETCD_CERT_FILE\) is not supported/);
     const ini = parseIni('[Consumer]\nLimitt = 3\n', 'gazette.ini');
     assert.throws(() => parseOptions(['serve'], {}, dir, ini), /unknown option "Limitt" in section \[consumer\]/);
   });
