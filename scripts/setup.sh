@@ -25,6 +25,7 @@ fi
 apt_pkgs=()
 [ -x /usr/bin/etcd ] || apt_pkgs+=(etcd-server)
 [ -f /usr/include/libdeflate.h ] || apt_pkgs+=(libdeflate-dev)
+command -v openssl >/dev/null 2>&1 || apt_pkgs+=(openssl)  # test certificates (src/testing/certs.ts)
 if [ "$what" = all ] && ! command -v zstd >/dev/null 2>&1; then apt_pkgs+=(zstd); fi
 if [ "$what" = all ] && ! command -v zsh >/dev/null 2>&1; then apt_pkgs+=(zsh); fi
 if [ "$what" = all ] && ! command -v fish >/dev/null 2>&1; then apt_pkgs+=(fish); fi

@@ -1,8 +1,12 @@
 // Journal-level helpers over a running cluster: one-shot listings, pulses, and waiting until
 // journals are assigned with consistent routes in etcd.
 
-import { credentials } from '@grpc/grpc-js';
+import { credentials, Metadata, type ChannelCredentials } from '@grpc/grpc-js';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { claimsFor, makeAuthorizer } from '../lib/client/auth.js';
+import { tlsCredentials } from '../lib/client/dial.js';
+import { createSecureContext } from 'node:tls';
 import { AppendRequest, AppendRequest_Suspend, JournalClient, Route, Status, type LabelSelector, type ListResponse, type ListResponse_Journal } from '../lib/protocol/gen/broker/protocol.js';
 import { assignmentsPrefix, parseAssignmentKey, routeFromAssignments, type AssignmentKey } from '../lib/keyspace/keys.js';
 import { routeEquals } from '../lib/protocol/route.js';
@@ -17,17 +21,35 @@ export function grpcTarget(endpoint: string): string {
 }
 
 /**
+ * How the harness's own calls reach brokers that serve TLS or verify tokens: the CA their
+ * certificates chain to (for https:// endpoints), and the keys to sign with.
+ */
+export interface ClientSecurity {
+  caFile?: string;
+  authKeys?: string;
+}
+
+function channelCredentials(endpoint: string, sec: ClientSecurity | undefined): ChannelCredentials {
+  if (!endpoint.startsWith('https:')) return credentials.createInsecure();
+  return tlsCredentials(createSecureContext(sec?.caFile ? { ca: readFileSync(sec.caFile) } : {}), grpcTarget(endpoint));
+}
+
+/**
  * One non-watch `protocol.Journal/List` against `endpoint`. Resolves with the status of the first
  * response and every journal of the (possibly multi-message) snapshot.
  */
 export function listJournals(
   endpoint: string,
-  opts: { selector?: LabelSelector; timeoutMs?: number } = {},
+  opts: { selector?: LabelSelector; timeoutMs?: number; security?: ClientSecurity } = {},
 ): Promise<{ status: Status; journals: ListResponse_Journal[] }> {
-  const client = new JournalClient(grpcTarget(endpoint), credentials.createInsecure());
+  const client = new JournalClient(grpcTarget(endpoint), channelCredentials(endpoint, opts.security));
+  const md = new Metadata();
+  const auth = opts.security?.authKeys ? makeAuthorizer({ authKeys: opts.security.authKeys })(claimsFor.journalList(opts.selector)) : undefined;
+  if (auth) md.set('authorization', auth);
   return new Promise((resolve, reject) => {
     const call = client.list(
       { selector: opts.selector ?? { include: undefined, exclude: undefined }, watch: false, watch_resume: undefined },
+      md,
       { deadline: Date.now() + (opts.timeoutMs ?? 5000) },
     );
     let status: Status | undefined;
@@ -134,7 +156,7 @@ export async function waitForJournalsAssigned(
       for (let i = 0; i < cluster.brokers.length; i++) {
         if (!cluster.isRunning(i)) continue;
         const b = cluster.brokers[i]!;
-        const r = await listJournals(b.endpoint, { timeoutMs: 2000 });
+        const r = await listJournals(b.endpoint, { timeoutMs: 2000, security: cluster.clientSecurity });
         if (r.status !== Status.OK) {
           problems.push(`broker ${b.id}: List status ${Status[r.status]}`);
           continue;

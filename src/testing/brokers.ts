@@ -26,11 +26,13 @@ export interface BrokerStartOptions {
   logDir: string;
   extraArgs?: string[];
   env?: Record<string, string>;
+  /** `https` when the broker serves TLS (its endpoint is then `https://127.0.0.1:<port>`). */
+  scheme?: 'http' | 'https';
 }
 
 export interface BrokerProcess {
   readonly id: string;
-  /** `http://127.0.0.1:<port>`. */
+  /** `http://127.0.0.1:<port>` (`https://` when the broker serves TLS). */
   readonly endpoint: string;
   /** OS pid when the broker is a child process. */
   readonly pid?: number;
@@ -128,7 +130,7 @@ export const goBroker: BrokerImpl = {
       logFile: join(o.logDir, `broker-${o.id}.log`),
       env: serveEnv(o),
     });
-    return new ChildBroker(o.id, `http://127.0.0.1:${o.port}`, proc);
+    return new ChildBroker(o.id, `${o.scheme ?? 'http'}://127.0.0.1:${o.port}`, proc);
   },
 };
 
@@ -156,7 +158,7 @@ export const tsBroker: BrokerImpl = {
       logFile: join(o.logDir, `broker-${o.id}.log`),
       env: serveEnv(o),
     });
-    return new ChildBroker(o.id, `http://127.0.0.1:${o.port}`, proc);
+    return new ChildBroker(o.id, `${o.scheme ?? 'http'}://127.0.0.1:${o.port}`, proc);
   },
 };
 

@@ -36,7 +36,7 @@ import { etcdHealthy, etcdRevision, getKey, revokeLease, startEtcd, type EtcdPro
 import { freePorts } from './ports.js';
 import { PollAbort, pollUntil, registerExitCleanup } from './process.js';
 import { brokerImplFromEnv, type BrokerImpl, type BrokerProcess, type BrokerStartOptions } from './brokers.js';
-import { listJournals } from './assignments.js';
+import { listJournals, type ClientSecurity } from './assignments.js';
 
 export interface StartClusterOptions {
   /** Number of brokers (default 1). */
@@ -73,6 +73,14 @@ export interface StartClusterOptions {
   brokerEnv?: Record<string, string>;
   /** How long start-up may take before failing (default 60 s). */
   readyTimeoutMs?: number;
+  /**
+   * Serve TLS on every broker (`--broker.server-cert-file`, `-key-file`; peers trust `caFile`
+   * through `--broker.peer-ca-file`): endpoints are then https://, and the harness's own calls
+   * trust `caFile`.
+   */
+  tls?: { certFile: string; keyFile: string; caFile: string };
+  /** `--broker.auth-keys` of every broker; the harness's own calls are signed with the first key. */
+  authKeys?: string;
 }
 
 export interface StopBrokerOptions {
@@ -96,6 +104,8 @@ export interface Cluster {
   readonly zone: string;
   /** Implementation of broker 0 (of every broker unless the cluster is mixed). */
   readonly impl: BrokerImpl;
+  /** What the harness's own calls to the brokers use (TLS CA, auth keys), when the cluster has them. */
+  readonly clientSecurity?: ClientSecurity;
   /** Implementation of broker `i`. */
   implOf(i: number): BrokerImpl;
   /** Whether broker `i` is running (not stopped through this cluster). */
@@ -135,6 +145,7 @@ class LocalCluster implements Cluster {
   private stopped = false;
   private stopping: Promise<void> | undefined;
   private unregisterCleanup: () => void = () => {};
+  clientSecurity?: ClientSecurity;
 
   constructor(
     readonly etcd: EtcdProcess,
@@ -232,7 +243,7 @@ class LocalCluster implements Cluster {
               return;
             }
             try {
-              const r = await listJournals(b.endpoint, { timeoutMs: 2000 });
+              const r = await listJournals(b.endpoint, { timeoutMs: 2000, security: this.clientSecurity });
               if (r.status !== Status.OK) pending.add(`broker ${b.id} List status ${Status[r.status]}`);
             } catch (e) {
               pending.add(`broker ${b.id} List: ${(e as Error).message}`);
@@ -302,6 +313,11 @@ export async function startCluster(o: StartClusterOptions = {}): Promise<Cluster
     throw e;
   }
   const cluster = new LocalCluster(etcd, impl, impls, tempDir, fileRoot, etcdPrefix, zone, keepTemp);
+  const secArgs = [
+    ...(o.tls ? [`--broker.server-cert-file=${o.tls.certFile}`, `--broker.server-cert-key-file=${o.tls.keyFile}`, `--broker.peer-ca-file=${o.tls.caFile}`] : []),
+    ...(o.authKeys ? [`--broker.auth-keys=${o.authKeys}`] : []),
+  ];
+  if (o.tls || o.authKeys) cluster.clientSecurity = { ...(o.tls ? { caFile: o.tls.caFile } : {}), ...(o.authKeys ? { authKeys: o.authKeys } : {}) };
   try {
     const launch = (i: number) =>
       cluster.launch(i, {
@@ -312,8 +328,9 @@ export async function startCluster(o: StartClusterOptions = {}): Promise<Cluster
         etcdPrefix,
         fileRoot,
         logDir,
-        extraArgs: o.brokerArgs,
+        extraArgs: [...secArgs, ...(o.brokerArgs ?? [])],
         env: o.brokerEnv,
+        ...(o.tls ? { scheme: 'https' as const } : {}),
       });
     if (o.ordered) {
       for (let i = 0; i < n; i++) {

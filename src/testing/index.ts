@@ -12,3 +12,4 @@ export * from './assignments.js';
 export * from './gazctl-go.js';
 export * from './stubs.js';
 export * from './s3.js';
+export * from './certs.js';
