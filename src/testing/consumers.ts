@@ -67,6 +67,8 @@ export interface ConsumerStartOptions {
   dataDir: string;
   extraArgs?: string[];
   env?: Record<string, string>;
+  /** `https` when the consumer serves TLS (its endpoint is then `https://127.0.0.1:<port>`). */
+  scheme?: 'http' | 'https';
 }
 
 export interface ConsumerProcess {
@@ -178,7 +180,7 @@ export const goConsumer: ConsumerImpl = {
       // Runconsumer reads a gazette.ini from its working directory: run it in its own dir.
       cwd: o.dataDir,
     });
-    return new ChildConsumer(o.id, `http://127.0.0.1:${o.port}`, proc);
+    return new ChildConsumer(o.id, `${o.scheme ?? 'http'}://127.0.0.1:${o.port}`, proc);
   },
 };
 
@@ -203,7 +205,7 @@ export function nodeConsumerImpl(name: string, script: string, nodeArgs: string[
         // runConsumer reads a gazette.ini from its working directory, as Go's does.
         cwd: o.dataDir,
       });
-      return new ChildConsumer(o.id, `http://127.0.0.1:${o.port}`, proc);
+      return new ChildConsumer(o.id, `${o.scheme ?? 'http'}://127.0.0.1:${o.port}`, proc);
     },
   };
 }
@@ -257,6 +259,13 @@ export interface StartConsumersOptions {
   env?: Record<string, string>;
   /** How long start-up may take before failing (default 60 s). */
   readyTimeoutMs?: number;
+  /**
+   * Serve TLS on every consumer (`--consumer.server-cert-file`, `-key-file`; peers trust
+   * `caFile` through `--consumer.peer-ca-file`); the harness's own calls trust `caFile`.
+   */
+  tls?: { certFile: string; keyFile: string; caFile: string };
+  /** `--consumer.auth-keys` of every consumer; the harness's own calls are signed with the first key. */
+  authKeys?: string;
 }
 
 export interface StopConsumerOptions {
@@ -306,6 +315,8 @@ class LocalConsumerGroup implements ConsumerGroup {
   private readonly startOpts: ConsumerStartOptions[] = [];
   private readonly startRevision: bigint[] = [];
   private stopping: Promise<void> | undefined;
+  /** TLS CA and auth keys of the harness's own calls, when the consumers have them. */
+  clientSecurity?: { trustedCAFile?: string; authKeys?: string };
 
   constructor(
     readonly cluster: Cluster,
@@ -391,7 +402,7 @@ class LocalConsumerGroup implements ConsumerGroup {
               pending.add(`consumer ${c.id} member key`);
               return;
             }
-            const client = new ShardClient({ address: c.endpoint });
+            const client = new ShardClient({ address: c.endpoint, ...this.clientSecurity });
             try {
               const r = await client.list({ include: undefined, exclude: undefined }, { timeoutMs: 2000, retry: { maxAttempts: 1 } });
               if (r.status !== ConsumerStatus.OK) pending.add(`consumer ${c.id} List status ${ConsumerStatus[r.status]}`);
@@ -440,6 +451,11 @@ export async function startConsumers(cluster: Cluster, o: StartConsumersOptions 
     o.zone ?? cluster.zone,
   );
   const ports = await freePorts(n);
+  const secArgs = [
+    ...(o.tls ? [`--consumer.server-cert-file=${o.tls.certFile}`, `--consumer.server-cert-key-file=${o.tls.keyFile}`, `--consumer.peer-ca-file=${o.tls.caFile}`] : []),
+    ...(o.authKeys ? [`--consumer.auth-keys=${o.authKeys}`] : []),
+  ];
+  if (o.tls || o.authKeys) group.clientSecurity = { ...(o.tls ? { trustedCAFile: o.tls.caFile } : {}), ...(o.authKeys ? { authKeys: o.authKeys } : {}) };
   try {
     await Promise.all(
       ports.map((port, i) =>
@@ -452,8 +468,9 @@ export async function startConsumers(cluster: Cluster, o: StartConsumersOptions 
           brokerAddress: cluster.brokerAddress,
           logDir: join(cluster.tempDir, 'logs'),
           dataDir: join(cluster.tempDir, 'consumers', `${o.idPrefix ?? 'consumer'}-${i}`),
-          extraArgs: o.extraArgs,
+          extraArgs: [...secArgs, ...(o.extraArgs ?? [])],
           env: o.env,
+          ...(o.tls ? { scheme: 'https' as const } : {}),
         }),
       ),
     );
@@ -542,7 +559,8 @@ export function sumAppJournalSpecs(layout: SumAppLayout, o: SumAppJournalOptions
 /** Create the app's journals (through our JournalClient) and wait until they are assigned. */
 export async function createSumAppJournals(cluster: Cluster, layout: SumAppLayout, o: SumAppJournalOptions = {}): Promise<JournalSpec[]> {
   const specs = sumAppJournalSpecs(layout, o);
-  const client = new JournalClient({ address: cluster.brokerAddress });
+  const sec = cluster.clientSecurity;
+  const client = new JournalClient({ address: cluster.brokerAddress, ...(sec?.caFile ? { trustedCAFile: sec.caFile } : {}), ...(sec?.authKeys ? { authKeys: sec.authKeys } : {}) });
   try {
     await client.apply(specs.map((upsert) => ({ expect_mod_revision: 0n, upsert, delete: '' })));
   } finally {
