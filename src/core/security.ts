@@ -150,3 +150,26 @@ export function peerMetadata(authorize: Authorizer, claims: Claims): Metadata {
   if (v !== undefined) md.set('authorization', v);
   return md;
 }
+
+/** setTimeout's longest delay; a later expiry is not timed (tokens last an hour or so). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * Calls `onExpiry` when the call's token expires, as upstream bounds a verified call's context
+ * by the token's `exp` (a long Read or a List watch ends then, and the client comes back with a
+ * fresh token). Returns the function that stops the timer.
+ */
+export function atExpiry(claims: CallClaims, onExpiry: () => void): () => void {
+  if (!Number.isFinite(claims.exp)) return () => {};
+  const ms = claims.exp * 1000 - Date.now();
+  if (ms > MAX_TIMER_MS) return () => {};
+  const t = setTimeout(onExpiry, Math.max(0, ms));
+  t.unref();
+  return () => clearTimeout(t);
+}
+
+/** The status a call cut at its token's expiry ends with, as a Go server's context deadline. */
+export function expiredError(): ServiceError {
+  const message = 'context deadline exceeded';
+  return Object.assign(new Error(message), { code: GrpcStatus.DEADLINE_EXCEEDED, details: message, metadata: new Metadata() });
+}

@@ -17,7 +17,10 @@ import { after, before, describe, test } from 'node:test';
 import { signJwt, Capability } from '../../src/lib/client/auth.js';
 import { deletePrefix, goBroker, makeTestCerts, pollUntil, runGoGazctl, startCluster, tsBroker, waitForJournalsAssigned, type Cluster, type TestCerts } from '../../src/testing/index.js';
 import { assignmentKey } from '../../src/lib/keyspace/keys.js';
-import { Status, type ListResponse_Journal } from '../../src/lib/protocol/gen/broker/protocol.js';
+import { JournalClient as GenJournalClient, ReadRequest, Status, type ListResponse_Journal } from '../../src/lib/protocol/gen/broker/protocol.js';
+import { Metadata, status as GrpcStatus } from '@grpc/grpc-js';
+import { createSecureContext } from 'node:tls';
+import { tlsCredentials } from '../../src/lib/client/dial.js';
 import { JournalClient } from '../../src/lib/client/journal-client.js';
 import { BrokerStatusError } from '../../src/lib/protocol/errors.js';
 import { describeResult } from '../helpers/cli.js';
@@ -210,5 +213,26 @@ describe('our broker with TLS and auth keys, beside a Go broker with the same', 
     const noRead = await gz(cluster!, ['journals', 'read', '-l', 'name=sec/a', '--timeout', '10s'], { env: env(0, { BROKER_AUTH_KEYS: '', BROKER_AUTH_TOKEN: listOnly }) });
     assert.equal(noRead.code, 1, describeResult(['journals', 'read'], noRead));
     assert.match(noRead.stderr, /missing required READ capability/);
+  });
+
+  test("a blocking read ends when its token expires (DEADLINE_EXCEEDED), as upstream bounds calls by exp", async () => {
+    const ep = new URL(cluster!.brokers[0]!.endpoint);
+    const client = new GenJournalClient(ep.host, tlsCredentials(createSecureContext({ ca: readFileSync(certs.caFile) }), ep.host));
+    try {
+      const sel = { include: { labels: [{ name: 'name', value: 'sec/a', prefix: false }] }, exclude: { labels: [] } };
+      const md = new Metadata();
+      md.set('authorization', `Bearer ${signJwt(KEY, { cap: Capability.READ, sel, ttlSec: 2 })}`);
+      // Offset -1: wait at the write head for content that never comes.
+      const stream = client.read(ReadRequest.fromPartial({ journal: 'sec/a', offset: -1n, block: true }), md);
+      const err = await new Promise<{ code?: number; details?: string }>((resolve) => {
+        stream.on('data', () => {});
+        stream.on('error', resolve);
+        stream.on('end', () => resolve({}));
+      });
+      assert.equal(err.code, GrpcStatus.DEADLINE_EXCEEDED, JSON.stringify(err));
+      assert.equal(err.details, 'context deadline exceeded');
+    } finally {
+      client.close();
+    }
   });
 });

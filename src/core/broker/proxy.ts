@@ -33,10 +33,13 @@ export function proxyRead(peers: Peers, targets: ProxyTarget[], call: ServerWrit
   return new Promise((resolve) => {
     let cancelled = false;
     let up: ReturnType<JournalClient['read']> | undefined;
-    call.on('cancelled', () => {
+    const stop = () => {
       cancelled = true;
       up?.cancel();
-    });
+    };
+    call.on('cancelled', stop);
+    // The call may also end here, without a cancel from the client (its token expired).
+    call.on('close', stop);
     const attempt = (k: number) => {
       const t = targets[k]!;
       let answered = false;

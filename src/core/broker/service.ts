@@ -36,7 +36,7 @@ import { proxyAppend, proxyFragments, proxyRead } from './proxy.js';
 import { serveRead } from './read.js';
 import { serveReplicate } from './replicate.js';
 import { rpcError, toServiceError } from './rpc-errors.js';
-import { notAuthorized, verifyCall, type CallClaims } from '../security.js';
+import { atExpiry, expiredError, notAuthorized, verifyCall, type CallClaims } from '../security.js';
 import type { Metadata, ServiceError } from '@grpc/grpc-js';
 
 /** Capability bits each RPC needs (lib/client/auth.ts has the same on the client's side). */
@@ -91,6 +91,13 @@ export function journalService(b: Broker): JournalServer {
       const ac = new AbortController();
       call.on('cancelled', () => ac.abort());
       call.on('close', () => ac.abort());
+      // A watch ends when its token expires.
+      const stopTimer = atExpiry(auth.claims, () => {
+        if (ac.signal.aborted) return;
+        ac.abort();
+        call.emit('error', expiredError());
+      });
+      ac.signal.addEventListener('abort', stopTimer, { once: true });
       try {
         if (req.watch_resume?.etcd) await b.view.waitFor(req.watch_resume.etcd.revision + 1n, ac.signal);
         let last = '';
@@ -186,6 +193,13 @@ export function journalService(b: Broker): JournalServer {
       const auth = check(b, call.metadata, READ);
       if (auth.err) return call.emit('error', auth.err);
       const req = call.request;
+      // A (blocking) read ends when its token expires; serving stops as the call closes.
+      let expired = false;
+      const stopTimer = atExpiry(auth.claims, () => {
+        expired = true;
+        call.emit('error', expiredError());
+      });
+      call.on('close', stopTimer);
       try {
         const res = await b.resolver.resolve({
           journal: req.journal,
@@ -206,7 +220,9 @@ export function journalService(b: Broker): JournalServer {
         }
         await serveRead(b, call, b.replicas.ensure(res.spec), res.header);
       } catch (e) {
-        call.emit('error', toServiceError(e));
+        if (!expired) call.emit('error', toServiceError(e));
+      } finally {
+        stopTimer();
       }
     },
 
