@@ -27,6 +27,9 @@ import {
   type TestCerts,
 } from '../../src/testing/index.js';
 import { describeResult, runGazctl } from '../helpers/cli.js';
+import { Capability, signJwt } from '../../src/lib/client/auth.js';
+import { ShardClient } from '../../src/lib/client/shard-client.js';
+import { Status as ConsumerStatus } from '../../src/lib/protocol/gen/consumer/protocol.js';
 import { oneStderrLine } from '../helpers/journals.js';
 
 const BROKER_KEYS = Buffer.from('broker key of the consumer test!').toString('base64');
@@ -132,5 +135,27 @@ describe('our consumer with TLS and auth keys, on our broker with TLS and other 
     assert.equal(r.code, 1, describeResult(args, r));
     assert.match(oneStderrLine(args, r), /TLS certificate of the server is not trusted.*--consumer\.trusted-ca-file/);
     console.log(`# wrong CA: our gazctl failed after ${took} ms (--timeout 60s)`);
+  });
+
+  test("a token's selector limits the shards it sees and may unassign", async () => {
+    const [mine, other] = layout.shards.map((x) => x.id) as [string, string];
+    const sel = { include: { labels: [{ name: 'id', value: mine, prefix: false }] }, exclude: { labels: [] } };
+    const token = signJwt(Buffer.from(CONSUMER_KEYS, 'base64'), { cap: Capability.LIST | Capability.APPLY | Capability.READ, sel, ttlSec: 300 });
+    const e = { CONSUMER_AUTH_KEYS: '', CONSUMER_AUTH_TOKEN: token };
+    const list = await ours(['shards', 'list', '-l', `app=${layout.name}`], e);
+    assert.equal(list.code, 0, describeResult(['shards', 'list'], list));
+    assert.match(list.stdout.toString(), new RegExp(mine));
+    assert.doesNotMatch(list.stdout.toString(), new RegExp(other));
+    // gazctl only acts on shards it can list; asked directly, the consumer refuses an Unassign
+    // of a shard outside the selector and answers SHARD_NOT_FOUND to its Stat.
+    const client = new ShardClient({ address: consumers!.consumers[0]!.endpoint, trustedCAFile: certs.caFile, authToken: token });
+    try {
+      await assert.rejects(client.unassign([other], { dryRun: true, timeoutMs: 10_000 }), new RegExp(`UNAUTHENTICATED: not authorized to ${other}`));
+      assert.equal((await client.unassign([mine], { dryRun: true, timeoutMs: 10_000 })).status, ConsumerStatus.OK);
+      const st = await client.stat(other, { timeoutMs: 10_000 }).then((r) => r.status, (err: unknown) => (err as { status?: number }).status);
+      assert.equal(st, ConsumerStatus.SHARD_NOT_FOUND);
+    } finally {
+      client.close();
+    }
   });
 });

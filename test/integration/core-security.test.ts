@@ -209,6 +209,15 @@ describe('our broker with TLS and auth keys, beside a Go broker with the same', 
     } finally {
       client.close();
     }
+    // An apply that touches a journal outside the selector is refused whole, naming it.
+    const applier = signJwt(KEY, { cap: Capability.LIST | Capability.APPLY, sel, ttlSec: 300 });
+    const specs = 'name: sec/\nreplication: 2\nfragment:\n  length: 2048\n  compression_codec: NONE\n  refresh_interval: 1s\n  stores: [file:///]\nchildren:\n- name: sec/a\n- name: sec/z\n';
+    const applyArgs = ['journals', 'apply', '--specs', '-'];
+    const refused = await gz(cluster!, applyArgs, { input: specs, env: env(0, { BROKER_AUTH_KEYS: '', BROKER_AUTH_TOKEN: applier }) });
+    assert.equal(refused.code, 1, describeResult(applyArgs, refused));
+    assert.match(oneStderrLine(applyArgs, refused), /UNAUTHENTICATED: not authorized to sec\/z/);
+    const still = await gzOk(cluster!, ['journals', 'list', '-l', 'name=sec/a', '-o', 'yaml'], { env: env(0) });
+    assert.doesNotMatch(still.stdout.toString(), /length: 2048/, 'nothing of the refused apply was applied');
     const listOnly = signJwt(KEY, { cap: Capability.LIST, sel, ttlSec: 300 });
     const noRead = await gz(cluster!, ['journals', 'read', '-l', 'name=sec/a', '--timeout', '10s'], { env: env(0, { BROKER_AUTH_KEYS: '', BROKER_AUTH_TOKEN: listOnly }) });
     assert.equal(noRead.code, 1, describeResult(['journals', 'read'], noRead));
