@@ -62,14 +62,7 @@ export async function serveConsumer(config: ConsumerConfig & { etcdPrefix: strin
   const ks = new Keyspace({ endpoints: config.etcdAddress.split(',').map((s) => s.trim()), debug: (msg, f) => log.debug(msg, f) });
   const view = new ShardView(ks, prefix, log, config.watchDelayMs);
   const metrics = new ConsumerMetrics();
-  const security =
-    opts.security ??
-    buildSecurity(
-      'consumer',
-      { certFile: config.serverCertFile ?? '', keyFile: config.serverCertKeyFile ?? '', caFile: config.serverCAFile ?? '' },
-      { certFile: config.peerCertFile ?? '', keyFile: config.peerCertKeyFile ?? '', caFile: config.peerCAFile ?? '' },
-      config.authKeys ?? '',
-    );
+  const security = opts.security ?? consumerSecurity(config);
   const opt = (v: string | undefined) => (v ? v : undefined);
   const journals = new JournalClient(
     {
@@ -248,6 +241,16 @@ export async function serveConsumer(config: ConsumerConfig & { etcdPrefix: strin
   process.off('SIGINT', onInt);
   log.info('goodbye');
   return code;
+}
+
+/** The consumer's TLS and authorization settings (a UsageError naming the option when a file is bad). */
+export function consumerSecurity(config: ConsumerConfig): Security {
+  return buildSecurity(
+    'consumer',
+    { certFile: config.serverCertFile ?? '', keyFile: config.serverCertKeyFile ?? '', caFile: config.serverCAFile ?? '' },
+    { certFile: config.peerCertFile ?? '', keyFile: config.peerCertKeyFile ?? '', caFile: config.peerCAFile ?? '' },
+    config.authKeys ?? '',
+  );
 }
 
 function updateOf(s: ShardEntry, a: ShardEntry['assignments'][number]) {

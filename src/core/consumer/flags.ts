@@ -46,19 +46,20 @@ export interface ConsumerConfig {
   etcdPrefix: string;
   logLevel: LogLevel;
   logFormat: 'json' | 'text' | 'color';
-  serverCertFile: string;
-  serverCertKeyFile: string;
-  serverCAFile: string;
-  peerCertFile: string;
-  peerCertKeyFile: string;
-  peerCAFile: string;
+  // TLS and authorization (security.md); empty or absent: off.
+  serverCertFile?: string;
+  serverCertKeyFile?: string;
+  serverCAFile?: string;
+  peerCertFile?: string;
+  peerCertKeyFile?: string;
+  peerCAFile?: string;
   /** Keys verifying calls to this consumer (and signing its calls to its peers). */
-  authKeys: string;
-  brokerCertFile: string;
-  brokerCertKeyFile: string;
-  brokerTrustedCAFile: string;
-  brokerAuthKeys: string;
-  brokerAuthToken: string;
+  authKeys?: string;
+  brokerCertFile?: string;
+  brokerCertKeyFile?: string;
+  brokerTrustedCAFile?: string;
+  brokerAuthKeys?: string;
+  brokerAuthToken?: string;
 }
 
 type Kind = 'string' | 'int' | 'bool' | 'duration' | 'list';

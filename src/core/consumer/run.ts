@@ -8,10 +8,10 @@
 
 import { basename } from 'node:path';
 import type { Application } from './app.js';
-import { serveConsumer, type ServeOptions } from './daemon.js';
-import { parseOptions, printConfig, toConfig, usage, UsageError, type ConsumerConfig } from './flags.js';
+import { consumerSecurity, serveConsumer, type ServeOptions } from './daemon.js';
+import { parseOptions, printConfig, toConfig, usage, UsageError } from './flags.js';
 import { parseGoDuration } from '../../lib/protocol/duration.js';
-import { buildSecurity, type Security } from '../security.js';
+import type { Security } from '../security.js';
 
 /**
  * Not an upstream option: how often a primary stores its recorded hints, as a Go duration
@@ -86,16 +86,6 @@ export async function runConsumerCommand(app: Application, opts: RunConsumerOpti
   const etcdPrefix = config.etcdPrefix || `/gazette/consumers/${name}`;
   const serveOpts = hintsIntervalMs !== undefined && opts.serve?.hintsIntervalMs === undefined ? { ...opts.serve, hintsIntervalMs } : opts.serve;
   return serveConsumer({ ...config, etcdPrefix }, app, { ...serveOpts, security });
-}
-
-/** The consumer's TLS and authorization settings (a UsageError naming the option when a file is bad). */
-export function consumerSecurity(config: ConsumerConfig): Security {
-  return buildSecurity(
-    'consumer',
-    { certFile: config.serverCertFile, keyFile: config.serverCertKeyFile, caFile: config.serverCAFile },
-    { certFile: config.peerCertFile, keyFile: config.peerCertKeyFile, caFile: config.peerCAFile },
-    config.authKeys,
-  );
 }
 
 /** Runs the command and exits the process with its code, as upstream's Main does. */
