@@ -244,4 +244,30 @@ describe('our broker with TLS and auth keys, beside a Go broker with the same', 
       client.close();
     }
   });
+
+  test('reads and fragment listings through a broker that is not a member are proxied to one that is, both ways', async (t) => {
+    const c = cluster!;
+    const ONE = ['sec-one/a', 'sec-one/b', 'sec-one/c', 'sec-one/d'];
+    const specs = `name: sec-one/\nreplication: 1\nfragment:\n  length: 4096\n  compression_codec: NONE\n  refresh_interval: 1s\n  stores: [file:///]\nchildren:\n${ONE.map((j) => `- name: ${j}`).join('\n')}\n`;
+    await gzOk(c, ['journals', 'apply', '--specs', '-'], { input: specs, env: env(0) });
+    const listed = await waitForJournalsAssigned(c, ONE, 60_000);
+    const memberOf = (j: string) => c.brokers.findIndex((b) => b.id === listed.get(j)!.route!.members[0]!.suffix);
+    const proxiedBy = new Set<string>();
+    for (const j of ONE) {
+      const member = memberOf(j);
+      const other = 1 - member;
+      await gzOk(c, ['journals', 'append', '-l', `name=${j}`], { input: `${j}\n`, env: env(member) });
+      // Our gazctl and the Go gazctl read through the broker that does not hold the journal.
+      const ours = await gzOk(c, ['journals', 'read', '-l', `name=${j}`], { env: env(other) });
+      assert.equal(ours.stdout.toString(), `${j}\n`);
+      const go = await goGz(other, ['journals', 'read', '-l', `name=${j}`]);
+      assert.equal(go.code, 0, go.stderr);
+      assert.equal(go.stdout.toString(), `${j}\n`);
+      const frags = await gzOk(c, ['journals', 'fragments', '-l', `name=${j}`, '-o', 'json'], { env: env(other) });
+      assert.match(frags.stdout.toString(), new RegExp(j.replace('/', '\\/')));
+      proxiedBy.add(c.implOf(other).name);
+    }
+    t.diagnostic(`proxied by: ${[...proxiedBy].join(', ')}`);
+    assert.deepEqual([...proxiedBy].sort(), ['go', 'ts'], 'each implementation proxied to the other');
+  });
 });
