@@ -63,3 +63,17 @@ test('help lists every flag with its env var', () => {
     assert.ok(SERVE_FLAGS.some((f) => f.name === required), required);
   }
 });
+
+test('TLS and auth-key options are taken, from flags or the environment (security.md)', () => {
+  const c = parseServeArgs(['--broker.server-cert-file=/tls.crt', '--broker.auth-keys', 'a2V5,AA=='], {
+    BROKER_SERVER_CERT_KEY_FILE: '/tls.key',
+    BROKER_SERVER_CA_FILE: '/clients-ca.crt',
+    BROKER_PEER_CA_FILE: '/ca.crt',
+  });
+  assert.equal(c.serverCertFile, '/tls.crt');
+  assert.equal(c.serverCertKeyFile, '/tls.key');
+  assert.equal(c.serverCAFile, '/clients-ca.crt');
+  assert.equal(c.peerCAFile, '/ca.crt');
+  assert.equal(c.peerCertFile, '');
+  assert.equal(c.authKeys, 'a2V5,AA==');
+});

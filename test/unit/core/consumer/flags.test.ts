@@ -53,6 +53,13 @@ describe('consumer options', () => {
     assert.throws(() => toConfig(parseOptions(['serve', '--etcd.prefix=nope'], {}, dir).values), /must start and not end with \//);
     assert.throws(() => toConfig(parseOptions(['serve', '--log.level=loud'], {}, dir).values), /--log.level/);
     assert.throws(() => toConfig(parseOptions(['serve'], { ETCD_CERT_FILE: '/x.pem' }, dir).values), /--etcd.cert-file \(ETCD_CERT_FILE\) is not supported/);
+    // TLS and auth keys are taken (security.md), and so are https:// broker addresses.
+    const sec = toConfig(parseOptions(['serve', '--broker.address=https://b:8080', '--consumer.auth-keys=a2V5', '--broker.auth-token=t'], { CONSUMER_SERVER_CERT_FILE: '/x.pem', BROKER_TRUSTED_CA_FILE: '/ca.pem' }, dir).values);
+    assert.equal(sec.brokerAddress, 'https://b:8080');
+    assert.equal(sec.authKeys, 'a2V5');
+    assert.equal(sec.serverCertFile, '/x.pem');
+    assert.equal(sec.brokerTrustedCAFile, '/ca.pem');
+    assert.equal(sec.brokerAuthToken, 't');
     const ini = parseIni('[Consumer]\nLimitt = 3\n', 'gazette.ini');
     assert.throws(() => parseOptions(['serve'], {}, dir, ini), /unknown option "Limitt" in section \[consumer\]/);
   });
