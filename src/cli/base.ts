@@ -25,7 +25,9 @@ import {
   parseDurationText,
   OptionValueError,
   resolveOptions,
+  resolveWithOrigin,
   stringOption,
+  type OptionOrigin,
   type OptionSet,
   type OptionValues,
 } from './options.js';
@@ -34,15 +36,23 @@ installFastIsIPv6();
 
 export { EXIT, UsageError };
 
-/** upstream's default address of both services */
-const DEFAULT_ADDRESS = 'http://localhost:8080';
+/**
+ * Default service addresses: the Kubernetes Service names of upstream's deployment manifests
+ * (`gazette` for brokers, `consumer` for a consumer group, both on port 8080), so that gazctl
+ * run in a pod of the cluster's namespace needs no configuration. A Service name resolves
+ * through cluster DNS in any namespace (`gazette.<ns>.svc`) and for ExternalName Services,
+ * where the `*_SERVICE_HOST` variables Kubernetes injects do not exist. Upstream defaults to
+ * http://localhost:8080 (docs/divergences.md D79). Where the name does not resolve, the error
+ * says so at once and names the flag, the variable and `gazctl print-config`.
+ */
+export const DEFAULT_ADDRESSES = { broker: 'http://gazette:8080', consumer: 'http://consumer:8080' } as const;
 
 function serviceOptions<P extends 'broker' | 'consumer'>(prefix: P, title: 'Broker' | 'Consumer') {
   const up = prefix.toUpperCase();
   const helpGroup = title.toUpperCase();
   const ini = (field: string) => ({ field, section: title });
   return {
-    [`${prefix}.address`]: endpointOption({ description: `${title} service endpoint (http://, https:// or unix://).`, helpGroup, env: `${up}_ADDRESS`, ini: ini('Address'), default: DEFAULT_ADDRESS }),
+    [`${prefix}.address`]: endpointOption({ description: `${title} service endpoint (http://, https:// or unix://); default ${DEFAULT_ADDRESSES[prefix]}, the Kubernetes Service.`, helpGroup, env: `${up}_ADDRESS`, ini: ini('Address'), default: DEFAULT_ADDRESSES[prefix] }),
     [`${prefix}.cert-file`]: optionalStringOption({ description: `Client TLS certificate file.`, helpGroup, env: `${up}_CERT_FILE`, ini: ini('CertFile') }),
     [`${prefix}.cert-key-file`]: optionalStringOption({ description: `Client TLS private key file.`, helpGroup, env: `${up}_CERT_KEY_FILE`, ini: ini('CertKeyFile') }),
     [`${prefix}.trusted-ca-file`]: optionalStringOption({ description: `CA certificate used to verify the server.`, helpGroup, env: `${up}_TRUSTED_CA_FILE`, ini: ini('TrustedCAFile') }),
@@ -109,6 +119,8 @@ export abstract class GazctlCommand extends Command {
 
   protected log_!: Logger;
   protected global!: GroupValues;
+  /** Where the service addresses came from (the hint of a name that does not resolve names it). */
+  protected addressOrigins: Partial<Record<'broker' | 'consumer', OptionOrigin>> = {};
 
   protected get groupName(): 'journals' | 'shards' {
     return (this.constructor as typeof GazctlCommand).group;
@@ -126,7 +138,12 @@ export abstract class GazctlCommand extends Command {
     const group = this.groupName;
     const argv = flags as Record<string, unknown>;
     const groupSet = group === 'journals' ? journalsOptions : shardsOptions;
-    this.global = resolveOptions(groupSet, { argv, given, ini, env: process.env, group }) as GroupValues;
+    const groupSources = { argv, given, ini, env: process.env, group };
+    this.global = resolveOptions(groupSet, groupSources) as GroupValues;
+    for (const svc of ['broker', 'consumer'] as const) {
+      const spec = (groupSet as OptionSet)[`${svc}.address`];
+      if (spec) this.addressOrigins[svc] = resolveWithOrigin(spec, groupSources).origin;
+    }
     this.log_ = new Logger(this.global['log.level'], this.global['log.format']);
     const section = ctor.iniSection ?? `${group}.${String(ctor.id ?? '').split(/[: ]/).slice(1).join('.')}`;
     return resolveOptions(opts, { argv, given, ini, env: process.env, group, section });
@@ -224,6 +241,8 @@ export abstract class GazctlCommand extends Command {
       return ` (the ${svc} ${why}: pass the cluster's signing keys with --${svc}.auth-keys, or a bearer token with --${svc}.auth-token)`;
     }
     switch (err.reason) {
+      case 'unresolved':
+        return unresolvedHint(svc, this.addressOrigins[svc]);
       case 'untrusted-certificate':
         return ` (to trust the server's CA, pass it with --${svc}.trusted-ca-file)`;
       case 'tls-expected':
@@ -234,6 +253,20 @@ export abstract class GazctlCommand extends Command {
         return '';
     }
   }
+}
+
+/**
+ * What to do about a service address whose host name does not resolve: the default (a Kubernetes
+ * Service name) is to be replaced outside the cluster; a configured one is to be checked where
+ * it was set. Either way, print-config shows the effective endpoints and their sources.
+ */
+export function unresolvedHint(svc: 'broker' | 'consumer', origin: OptionOrigin | undefined): string {
+  const how = `--${svc}.address or ${svc.toUpperCase()}_ADDRESS`;
+  if (origin === undefined || origin.from === 'default') {
+    return ` (${DEFAULT_ADDRESSES[svc]} is the default ${svc} address, the Kubernetes Service name: outside the cluster set ${how}; \`gazctl print-config\` shows the effective endpoints)`;
+  }
+  const where = origin.from === 'command line' ? `--${svc}.address` : origin.from === 'environment' ? `$${origin.variable}` : origin.from === 'gazctl.ini' ? `${origin.path} [${origin.section}]` : 'the default';
+  return ` (the ${svc} address comes from ${where}: check it, or set ${how}; \`gazctl print-config\` shows the effective endpoints)`;
 }
 
 /** A Go duration flag value (e.g. `--url-ttl`), as nanoseconds; a usage error when malformed. */

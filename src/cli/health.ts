@@ -11,6 +11,7 @@ import type { ListResponse_Shard } from '../lib/protocol/gen/consumer/protocol.j
 import { ReplicaStatus_Code } from '../lib/protocol/gen/consumer/protocol.js';
 import { formatGoDuration } from '../lib/protocol/duration.js';
 import type { EtcdMemberStatus } from '../lib/keyspace/status.js';
+import { TransportError } from '../lib/protocol/errors.js';
 
 /** The RPCs and checks health runs; each must stop soon after its signal aborts. */
 export interface HealthProbes {
@@ -96,6 +97,10 @@ function why(err: unknown): string {
 function failure(err: unknown, budgetMs: number, what: string, endpoint?: string): string {
   if (err instanceof Timeout) return `${what} did not answer within ${formatGoDuration(BigInt(Math.max(1, Math.round(budgetMs))) * 1_000_000n)}`;
   let msg = why(err);
+  if (err instanceof TransportError && err.reason === 'unresolved') {
+    const svc = /^(broker|consumer)\b/.exec(msg)?.[1];
+    if (svc) msg += ` (set --${svc}.address or ${svc.toUpperCase()}_ADDRESS; \`gazctl print-config\` shows the effective endpoints)`;
+  }
   // The line names the endpoint already: "broker http://b:8080 is unreachable: …" reads "unreachable: …".
   if (endpoint) msg = msg.replace(new RegExp(`^(broker|consumer|etcd) ${endpoint.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}:? (is )?`), '');
   return `${what} failed: ${msg}`;

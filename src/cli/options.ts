@@ -51,6 +51,8 @@ export interface OptionSpec<T> {
   readonly fallback: { value: T } | { missing: string };
   /** Text → value. Throws OptionValueError (or ValidationError) with the reason. */
   parse(text: string): T;
+  /** A service endpoint: print-config says where its value came from even when it is the default. */
+  readonly endpoint?: boolean;
 }
 
 /** A bad option value; the resolver adds the option's name and where the text came from. */
@@ -192,7 +194,7 @@ export function listOption(o: Common): OptionSpec<string[]> {
 }
 
 export function endpointOption(o: Common & { default: string }): OptionSpec<string> {
-  return { ...o, name: '', kind: 'value', fallback: { value: o.default }, parse: endpointParser };
+  return { ...o, name: '', kind: 'value', fallback: { value: o.default }, parse: endpointParser, endpoint: true };
 }
 
 /**

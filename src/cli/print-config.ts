@@ -7,9 +7,9 @@
 // (`; Field = default`) when the value is the built-in default, then a blank line. Sections
 // without options are left out, as are options that gazctl.ini cannot hold.
 //
-// Two things are ours (docs/divergences.md): a value that is not the default gets a comment
-// saying where it came from (the command line, which gazctl.ini section, which environment
-// variable), since "which broker is this talking to, and why" is the first question when a
+// Two things are ours (docs/divergences.md): a value that is not the default, and every service
+// endpoint, gets a comment saying where it came from (the command line, which gazctl.ini
+// section, which environment variable, the default), since "which broker is this talking to, and why" is the first question when a
 // deployment misbehaves; and the values of auth keys and tokens are masked, where upstream prints
 // them in clear into a terminal or a ticket.
 import { formatGoDuration } from '../lib/protocol/duration.js';
@@ -82,7 +82,9 @@ export function renderConfig(sections: ConfigSection[]): string {
       const { value, origin, text } = resolveWithOrigin(s, sec.sources);
       const texts = origin.from === 'default' ? defaults : valueTexts(value, text);
       if (texts.length === defaults.length && texts.every((t, i) => t === defaults[i])) {
-        // Upstream's convention: a value equal to the default is shown commented out.
+        // Upstream's convention: a value equal to the default is shown commented out. An
+        // endpoint says so in words too: "which broker, and why" has an answer on every line.
+        if (s.endpoint) out += `; (from ${describeOrigin(origin)})\n`;
         out += `; ${line(field, defaults[0]!)}\n\n`;
         continue;
       }

@@ -39,6 +39,7 @@ const OPTIONS = options({
 const ETCD_OPTIONS = options({
   'etcd.address': {
     ...listOption({ description: 'etcd client endpoint to check (repeatable, or comma separated); not checked when absent.', env: 'ETCD_ADDRESS', helpGroup: 'ETCD', ini: { field: 'Address' } }),
+    endpoint: true,
     parse: (text: string) => {
       const eps = text.split(',').map((s) => s.trim()).filter((s) => s !== '');
       for (const ep of eps) {

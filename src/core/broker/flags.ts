@@ -74,7 +74,7 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
   { name: 'broker.watch-delay', env: 'BROKER_WATCH_DELAY', kind: 'duration', def: '30ms', help: 'Delay applied to the application of watched Etcd events' },
   { name: 'broker.auth-keys', env: 'BROKER_AUTH_KEYS', kind: 'string', def: '', help: 'Whitespace or comma separated, base64-encoded keys used to sign (first key) and verify (all keys) Authorization tokens' },
   { name: 'broker.auto-suspend', env: 'BROKER_AUTO_SUSPEND', kind: 'bool', def: 'false', help: 'Automatically suspend journals which have persisted all fragments (not supported yet)', unsupported: true },
-  { name: 'etcd.address', env: 'ETCD_ADDRESS', kind: 'string', def: 'http://localhost:2379', help: 'Etcd service address endpoint' },
+  { name: 'etcd.address', env: 'ETCD_ADDRESS', kind: 'string', def: 'http://etcd:2379', help: 'Etcd service address endpoint' },
   { name: 'etcd.cert-file', env: 'ETCD_CERT_FILE', kind: 'string', def: '', help: 'Path to the client TLS certificate (not supported yet)', unsupported: true },
   { name: 'etcd.cert-key-file', env: 'ETCD_CERT_KEY_FILE', kind: 'string', def: '', help: 'Path to the client TLS private key (not supported yet)', unsupported: true },
   { name: 'etcd.trusted-ca-file', env: 'ETCD_TRUSTED_CA_FILE', kind: 'string', def: '', help: 'Path to the trusted CA of etcd (not supported yet)', unsupported: true },

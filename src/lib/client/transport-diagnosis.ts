@@ -9,7 +9,13 @@
 // - a call that was sent on an established connection and got no answer before its deadline:
 //   reason `no-answer`. A Gazette broker does
 //   this when its etcd does not respond. A call that never got a connection still reads
-//   "unreachable".
+//   "unreachable";
+// - an endpoint whose host name does not exist (grpc-js: "Name resolution failed"; the resolver
+//   answers ENOTFOUND): reason `unresolved`, at once. No retry makes a name exist, and the
+//   default addresses are Kubernetes Service names (`gazette`, `consumer`) that an operator's
+//   laptop does not resolve: they must hear that, not wait out --timeout. A resolver that fails
+//   or times out (EAI_AGAIN) is left to the retries.
+import { lookup } from 'node:dns/promises';
 import { connect as tlsConnect } from 'node:tls';
 import { status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
 import { TransportError } from '../protocol/errors.js';
@@ -54,6 +60,23 @@ export function speaksTls(host: string, port: number): Promise<boolean> {
   return p;
 }
 
+const nameProbes = new Map<string, Promise<boolean>>();
+
+/** Whether DNS says `host` does not exist (ENOTFOUND); false when it resolves or the resolver fails otherwise. */
+export function nameMissing(host: string): Promise<boolean> {
+  let p = nameProbes.get(host);
+  if (!p) {
+    p = lookup(host).then(
+      () => false,
+      (err: NodeJS.ErrnoException) => err.code === 'ENOTFOUND',
+    );
+    nameProbes.set(host, p);
+    // The answer may change (a Service being created): look again after a while.
+    void p.then(() => setTimeout(() => nameProbes.delete(host), 5000).unref());
+  }
+  return p;
+}
+
 function isIpLiteral(host: string): boolean {
   return /^[\d.]+$/.test(host) || host.includes(':');
 }
@@ -80,6 +103,15 @@ export async function diagnose(err: unknown, who: string, deadline?: number): Pr
     const why = UNTRUSTED.exec(d)![0];
     // No gRPC code: retry loops must not take this for a transient UNAVAILABLE.
     return new TransportError(`${who}: TLS certificate of the server is not trusted (${why})`, undefined, { cause: err, reason: 'untrusted-certificate', endpoint: endpointOf(who) });
+  }
+  if (code === GrpcStatus.UNAVAILABLE && /Name resolution failed/i.test(d)) {
+    const ep = endpointOf(who);
+    if (ep && !ep.startsWith('unix:')) {
+      const [host] = splitTarget(parseEndpoint(ep).target);
+      if (!isIpLiteral(host) && (await nameMissing(host))) {
+        return new TransportError(`${who}: host name "${host}" does not resolve`, undefined, { cause: err, reason: 'unresolved', endpoint: ep });
+      }
+    }
   }
   if (code === GrpcStatus.UNAVAILABLE && /Failed to connect|Connection dropped|Protocol error|ECONNRESET|socket hang up/i.test(d)) {
     const ep = endpointOf(who);

@@ -54,9 +54,11 @@ export class ConsumerStatusError extends GazctlError {
  *   does this while its etcd does not respond);
  * - `untrusted-certificate`: TLS was refused because the server's certificate did not verify
  *   against the trusted CAs (or did not name the host);
- * - `tls-expected`: the endpoint speaks TLS but was dialled in plain text (http://).
+ * - `tls-expected`: the endpoint speaks TLS but was dialled in plain text (http://);
+ * - `unresolved`: the endpoint's host name does not exist in DNS (NXDOMAIN: the resolver gave a
+ *   definite answer, unlike a timed-out or failing resolver, which is retried as unreachable).
  */
-export type TransportReason = 'unreachable' | 'no-answer' | 'untrusted-certificate' | 'tls-expected';
+export type TransportReason = 'unreachable' | 'no-answer' | 'untrusted-certificate' | 'tls-expected' | 'unresolved';
 
 /** A transport-level failure: unreachable service, deadline, cancelled, auth. */
 export class TransportError extends GazctlError {

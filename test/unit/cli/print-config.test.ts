@@ -65,7 +65,13 @@ describe('gazctl print-config', () => {
     const values = r.stdout.split('\n').filter((l) => /^;? ?\w+ =/.test(l));
     assert.ok(values.length > 50, `${values.length} value lines`);
     assert.deepEqual(values.filter((l) => !l.startsWith('; ')), []);
-    assert.ok(section(r.stdout, 'journals.Broker').includes('; Address = http://localhost:8080'));
+    // Kubernetes-first defaults (D79), and every endpoint says where its value came from.
+    for (const [sec, addr] of [['journals.Broker', 'http://gazette:8080'], ['shards.Broker', 'http://gazette:8080'], ['shards.Consumer', 'http://consumer:8080'], ['etcd', '']] as const) {
+      const lines = section(r.stdout, sec);
+      const at = lines.indexOf(addr === '' ? '; Address =' : `; Address = ${addr}`);
+      assert.ok(at > 0, `${sec}:\n${lines.join('\n')}`);
+      assert.equal(lines[at - 1], '; (from the default)', sec);
+    }
     assert.ok(section(r.stdout, 'journals.Broker').includes('; TTL = 1m0s'));
     assert.ok(section(r.stdout, 'attach-uuids').includes('; Template = "{{.UUID}},{{.Line}}\\n"'));
     // No option that gazctl.ini cannot hold (shards edit's selector).

@@ -3,14 +3,14 @@ import { test } from 'node:test';
 
 import { parseServeArgs, serveHelp, SERVE_FLAGS, UsageError } from '../../../../src/core/broker/flags.js';
 
-test('defaults are upstream\'s', () => {
+test('defaults are upstream\'s, but for the Kubernetes-first etcd address (D79)', () => {
   const c = parseServeArgs([], {});
   assert.equal(c.zone, 'local');
   assert.equal(c.limit, 1024);
   assert.equal(c.maxReplication, 9);
   assert.equal(c.minAppendRate, 65536);
   assert.equal(c.maxAppendRate, 0);
-  assert.equal(c.etcdAddress, 'http://localhost:2379');
+  assert.equal(c.etcdAddress, 'http://etcd:2379');
   assert.equal(c.etcdPrefix, '/gazette/cluster');
   assert.equal(c.etcdLeaseSeconds, 20);
   assert.equal(c.watchDelayMs, 30);

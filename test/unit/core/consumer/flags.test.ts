@@ -15,7 +15,7 @@ import { parseOptions, printConfig, toConfig, UsageError } from '../../../../src
 const emptyDir = () => mkdtempSync(join(tmpdir(), 'consumer-flags-'));
 
 describe('consumer options', () => {
-  test('defaults are runconsumer\'s', () => {
+  test('defaults are runconsumer\'s, but for the Kubernetes-first addresses (D79)', () => {
     const p = parseOptions(['serve'], {}, emptyDir());
     assert.equal(p.command, 'serve');
     const c = toConfig(p.values);
@@ -23,8 +23,8 @@ describe('consumer options', () => {
     assert.equal(c.limit, 32);
     assert.equal(c.maxHotStandbys, 3);
     assert.equal(c.watchDelayMs, 30);
-    assert.equal(c.brokerAddress, 'http://localhost:8080');
-    assert.equal(c.etcdAddress, 'http://localhost:2379');
+    assert.equal(c.brokerAddress, 'http://gazette:8080');
+    assert.equal(c.etcdAddress, 'http://etcd:2379');
     assert.equal(c.etcdLeaseSeconds, 20);
     assert.equal(c.etcdPrefix, '');
     assert.equal(c.logLevel, 'warn');
