@@ -52,6 +52,31 @@ export function renderPlan(plan: ApplyPlan<unknown>, maxTxnSize: number, noun: s
   return lines.join('\n') + '\n';
 }
 
+/**
+ * The -o json document of an apply: the plan (one entry per input change, in input order) and
+ * whether and at which etcd revision it was applied (null when nothing was sent).
+ */
+export function planJson(plan: ApplyPlan<unknown>, maxTxnSize: number, run: { dryRun: boolean; revision?: bigint }): string {
+  const send = plan.changes.length;
+  const applied = !run.dryRun && send > 0 && run.revision !== undefined;
+  const doc = {
+    dry_run: run.dryRun,
+    applied,
+    revision: applied ? `\u0000${run.revision}` : null,
+    transactions: send ? transactionCount(send, maxTxnSize) : 0,
+    unchanged: plan.unchanged,
+    conflicts: plan.conflicts.length,
+    changes: plan.entries.map((c) => ({
+      name: c.name,
+      action: c.kind,
+      expect_mod_revision: `\u0000${c.expectModRevision}`,
+      ...(c.conflict ? { conflict: c.conflict } : {}),
+    })),
+  };
+  // Revisions are exact integers (they may pass 2^53).
+  return JSON.stringify(doc).replace(/"\\u0000(-?\d+)"/g, '$1') + '\n';
+}
+
 /** The summary line of a successful apply. */
 export function renderApplied(plan: ApplyPlan<unknown>, result: { revision: bigint; batches: number }, noun: string): string {
   const n = plan.changes.length;
@@ -179,10 +204,10 @@ export async function applyChanges<C, Cur>(
   maxTxnSize: number,
   progress?: (done: number, total: number) => void,
   parallel = 1,
-): Promise<{ summary: string; revision: bigint }> {
+): Promise<{ summary: string; revision: bigint; plan: ApplyPlan<C> }> {
   const creates = allCreates(target.subject as PlanSubject<C, unknown>, changes);
   const plan = creates ? planChanges(changes, [], target.subject) : await planApply(target, changes);
-  if (plan.changes.length === 0) return { summary: renderNothingToApply(plan, target.noun), revision: 0n };
+  if (plan.changes.length === 0) return { summary: renderNothingToApply(plan, target.noun), revision: 0n, plan };
   checkMaxTxnSize(maxTxnSize);
   let result: { revision: bigint; batches: number };
   try {
@@ -198,7 +223,7 @@ export async function applyChanges<C, Cur>(
     }
     throw err;
   }
-  return { summary: renderApplied(plan, result, target.noun), revision: result.revision };
+  return { summary: renderApplied(plan, result, target.noun), revision: result.revision, plan };
 }
 
 /**

@@ -53,6 +53,6 @@ export function applyJournalChanges(
   maxTxnSize: number,
   progress?: (done: number, total: number) => void,
   parallel = 1,
-): Promise<{ summary: string; revision: bigint }> {
+): ReturnType<typeof applyChanges<ApplyRequest_Change, unknown>> {
   return applyChanges(journalTarget(client), changes, maxTxnSize, progress, parallel);
 }

@@ -59,7 +59,7 @@ export function applyShardChanges(
   maxTxnSize: number,
   progress?: (done: number, total: number) => void,
   parallel = 1,
-): Promise<{ summary: string; revision: bigint }> {
+): ReturnType<typeof applyChanges<ApplyRequest_Change, unknown>> {
   return applyChanges(shardTarget(client), changes, maxTxnSize, progress, parallel);
 }
 

@@ -41,7 +41,9 @@ Fully suspended journals are skipped (they hold no spool). The exit status is 1 
 
 On-demand flush is an addition of these brokers (the gazctl.flush.Flush gRPC service). Upstream brokers do not have it: against them the command fails with exit status 1; there, spools are persisted on the schedule of each journal's fragment.flush_interval.
 
-A daily batch job can flush first, then process what was persisted since the previous run: every byte appended before the flush returned is in a fragment whose modification time is at most the time taken after it.`;
+A daily batch job can flush first, then process what was persisted since the previous run: every byte appended before the flush returned is in a fragment whose modification time is at most the time taken after it.
+
+-o json prints one line per journal (NDJSON): {"journal","result","error","write_head","fragment":{"name","begin","end","backing_store","mod_time"}}; result is flushed, empty, suspended or failed ("error" then says why); offsets are exact integers; fragment is absent when there is none.`;
   static override examples = [
     { description: 'Persist the spools of an application\'s journals', command: '<%= config.bin %> journals flush -l app=billing' },
     { description: 'As JSON, waiting until the listings show the fragments', command: '<%= config.bin %> journals flush -l name=acme/events --wait -o json' },

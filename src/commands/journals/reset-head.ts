@@ -40,7 +40,9 @@ The plan (journal, suspension, indexed fragments, the head appends will continue
 
 Fully suspended journals and journals without fragments are skipped: there is nothing to reset. A partially suspended journal is reset only if its broker can keep the suspension (SUSPEND_KEEP); brokers that cannot (v0.103 and older) would resume it, so the journal is skipped with that reason.
 
-Exit status 1 when a journal could not be reset (raced and skipped journals are not failures).`;
+Exit status 1 when a journal could not be reset (raced and skipped journals are not failures).
+
+-o json prints one document on stdout, after the run (or the plan, with --dry-run or a refusal): {"applied","journals":[{"journal","suspend","fragments","new_head","action","reason","result","detail"}]}; action is reset or skip ("reason" says why, "new_head" is then null); new_head is a decimal string; result (reset, raced, skipped or failed) and detail only once applied.`;
   static override examples = [
     { description: 'See what would be reset', command: '<%= config.bin %> journals reset-head -l app=billing --dry-run' },
     { description: 'Reset every journal, from a script', command: '<%= config.bin %> journals reset-head -l "name:prefix=" --yes' },

@@ -1,6 +1,7 @@
 import { Args } from '@oclif/core';
 import { GazctlCommand, journalsBaseFlags, UsageError } from '../../cli/base.js';
 import { oclifFlags, optionalStringOption, options, type OptionSet } from '../../cli/options.js';
+import { formatOption } from '../../cli/render.js';
 import { GazctlError } from '../../lib/protocol/errors.js';
 import { checkStoreURL } from '../../lib/protocol/validate/store-url.js';
 import { Status } from '../../lib/protocol/gen/broker/protocol.js';
@@ -10,6 +11,7 @@ const OPTIONS = options({
     description: 'Also write and delete a probe object under this prefix of the store (ending in "/"; empty: the store root), to prove delete permission.',
     ini: { field: 'CheckDeletePrefix' },
   }),
+  format: formatOption(['text', 'json']),
 });
 
 export default class JournalsStoreHealth extends GazctlCommand {
@@ -18,11 +20,12 @@ export default class JournalsStoreHealth extends GazctlCommand {
 
 With --check-delete-prefix the broker also writes and deletes a throw-away object under that prefix, which proves it may delete (as retention pruning needs). The prefix is relative to the store, ends in "/", or is empty for the store root. Brokers that predate this probe (v0.103 and older) ignore it and check only what they always check.
 
-Prints "Fragment store <url> is healthy" and exits 0, or prints the reason on stderr and exits 1.`;
+Prints "Fragment store <url> is healthy" and exits 0, or prints the reason on stderr and exits 1. -o json prints {"store","check_delete_prefix","healthy","error"} on stdout either way (check_delete_prefix null when not asked, error "" when healthy), with the same exit status and, when unhealthy, the same line on stderr.`;
   static override examples = [
     { description: 'An S3 bucket', command: '<%= config.bin %> journals store-health s3://my-bucket/and/prefix/' },
     { description: 'A local directory', command: '<%= config.bin %> journals store-health file:///var/local/data/' },
     { description: 'Also prove delete permission under a prefix', command: '<%= config.bin %> journals store-health s3://my-bucket/ --check-delete-prefix probes/' },
+    { description: 'For a monitoring script', command: '<%= config.bin %> journals store-health s3://my-bucket/ -o json' },
   ];
   static override args = {
     STORE_URL: Args.string({ required: true, description: 'Fragment store URL, e.g. s3://bucket/prefix/ or file:///dir/.' }),
@@ -48,8 +51,13 @@ Prints "Fragment store <url> is healthy" and exits 0, or prints the reason on st
     const client = this.journalClient();
     try {
       const res = await client.fragmentStoreHealth(store, prefix);
-      if (res.status === Status.OK) {
-        process.stdout.write(`Fragment store ${store} is healthy\n`);
+      const healthy = res.status === Status.OK;
+      if (flags.format === 'json') {
+        const error = healthy ? '' : oneLine(res.store_health_error);
+        process.stdout.write(JSON.stringify({ store, check_delete_prefix: prefix ?? null, healthy, error }) + '\n');
+      }
+      if (healthy) {
+        if (flags.format !== 'json') process.stdout.write(`Fragment store ${store} is healthy\n`);
         return;
       }
       throw new GazctlError(`fragment store ${store} is unhealthy: ${oneLine(res.store_health_error)}`);

@@ -33,7 +33,9 @@ export default class JournalsSuspend extends GazctlCommand {
 
 The level and the offset appends resume at are kept in the journal spec's "suspend" field. The next ordinary append resumes the journal. When you apply specs yourself, carry the "suspend" field over ("journals edit", and "journals list -o yaml" followed by "journals apply", do).
 
-The outcome is printed per journal (level after the request). Exit status 1 when a broker refused a request.`;
+The outcome is printed per journal (level after the request). Exit status 1 when a broker refused a request.
+
+-o json prints one document on stdout: {"journals":[{"journal","result","error","suspend","resume_offset"}]}; result is what happened ("suspended", "already suspended", "not suspended", …, or "failed", and then "error" says why); suspend is the level after the run (NONE, PARTIAL, FULL); resume_offset is a decimal string.`;
   static override examples = [
     { description: 'Suspend idle journals of an application', command: '<%= config.bin %> journals suspend -l app=billing' },
     { description: 'Suspend now, even with unpersisted fragments', command: '<%= config.bin %> journals suspend -l name=acme/events --force' },

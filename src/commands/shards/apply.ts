@@ -2,7 +2,8 @@ import { GazctlCommand, shardsBaseFlags } from '../../cli/base.js';
 import { dryRun, maxTxnSize, parallel } from '../../cli/flags.js';
 import { oclifFlags, options, stringOption, type OptionSet } from '../../cli/options.js';
 import { readInput } from '../../cli/input.js';
-import { renderPlan } from '../../cli/apply.js';
+import { planJson, renderPlan } from '../../cli/apply.js';
+import { formatOption } from '../../cli/render.js';
 import { applyShardChanges, checkShardJournals, planShardApply, shardChangesFromYaml } from '../../cli/shard-specs.js';
 
 const OPTIONS = options({
@@ -10,6 +11,7 @@ const OPTIONS = options({
   'dry-run': dryRun(),
   'max-txn-size': maxTxnSize(),
   parallel: parallel(),
+  format: formatOption(['text', 'json']),
 });
 
 export default class ShardsApply extends GazctlCommand {
@@ -20,8 +22,11 @@ Before anything is applied (and also with --dry-run) every source journal must e
 
 A shard's "revision" must match its current revision (omit it to create a shard that must not exist yet; -1 skips the check). "delete: true" on a shard deletes it; "delete: true" under "common" deletes every listed shard (one with its own "delete: false" is kept).
 
-etcd limits a transaction to 128 operations by default. For larger sets pass --max-txn-size: changes are then applied in batches that are each atomic, but not atomic as a whole, up to --parallel (default 4) at once; --parallel 1 sends them one after another, as upstream gazctl does. When a batch is refused no further batch is sent; the error names exactly which transactions were applied.`;
+etcd limits a transaction to 128 operations by default. For larger sets pass --max-txn-size: changes are then applied in batches that are each atomic, but not atomic as a whole, up to --parallel (default 4) at once; --parallel 1 sends them one after another, as upstream gazctl does. When a batch is refused no further batch is sent; the error names exactly which transactions were applied.
+
+-o json prints one document on stdout (the summary line stays on stderr): {"dry_run","applied","revision","transactions","unchanged","conflicts","changes":[{"name","action","expect_mod_revision","conflict"}]}, one change per input entry in input order; action is create, update, upsert, delete or unchanged; revisions are exact integers, "revision" null when nothing was applied. A run of creates only is planned without listing the current shards (as it is applied).`;
   static override examples = [
+    { description: 'The plan as JSON, for a script', command: '<%= config.bin %> shards apply --specs shards.yaml --dry-run -o json' },
     { description: 'Apply a shard set from a file', command: '<%= config.bin %> shards apply --specs shards.yaml' },
     { description: 'Preview the changes (create / update / delete lines), after checking the journals', command: '<%= config.bin %> shards apply --specs shards.yaml --dry-run' },
     { description: 'List, edit with a script, and re-apply', command: "<%= config.bin %> shards list -l app=word-count -o yaml | sed 's/hot_standbys: 1/hot_standbys: 2/' | <%= config.bin %> shards apply" },
@@ -49,11 +54,11 @@ etcd limits a transaction to 128 operations by default. For larger sets pass --m
     try {
       if (flags['dry-run']) {
         const plan = await planShardApply(changes, shards);
-        process.stdout.write(renderPlan(plan, maxTxnSize, 'shard'));
+        process.stdout.write(flags.format === 'json' ? planJson(plan, maxTxnSize, { dryRun: true }) : renderPlan(plan, maxTxnSize, 'shard'));
         return;
       }
       const tty = process.stderr.isTTY;
-      const { summary, revision } = await applyShardChanges(
+      const { summary, revision, plan } = await applyShardChanges(
         shards,
         changes,
         maxTxnSize,
@@ -63,6 +68,7 @@ etcd limits a transaction to 128 operations by default. For larger sets pass --m
       if (tty) process.stderr.write('\n');
       this.log_.info('successfully applied', { revision });
       process.stderr.write(summary + '\n');
+      if (flags.format === 'json') process.stdout.write(planJson(plan, maxTxnSize, { dryRun: false, revision }));
     } finally {
       shards.close();
     }

@@ -37,7 +37,9 @@ The plan (each shard with its current status, its route, and which assignments w
 
 The requests carry up to 100 shards each, one after another; each is one etcd transaction, which fails as a whole if an assignment changed since the consumer read it (run the command again). All of them together must finish within 10 seconds. For each shard the result table shows its status and route before the change and whether it was unassigned. A request that fails stops the run (exit 1): the requests before it took effect, and the result table says which shards were unassigned, which failed and which were not sent.
 
-Exit status 1 also when no shard matches the selector. With --failed, finding no FAILED shard is not an error.`;
+Exit status 1 also when no shard matches the selector. With --failed, finding no FAILED shard is not an error.
+
+-o json prints one document on stdout: {"dry_run","only_failed","sent","shards":[{"id","route","status","removes","result"}]}; route and status as "shards list -o json" prints them; removes lists the assignments that go, as {"member","why"} (why: primary or failed); result only once sent.`;
   static override examples = [
     { description: 'See what would be unassigned', command: '<%= config.bin %> shards unassign -l app=word-count --dry-run' },
     { description: 'Restart every failed shard, from cron', command: '<%= config.bin %> shards unassign -l app=word-count --failed --yes' },
