@@ -72,6 +72,8 @@ export interface ShardTableColumns {
   labels: readonly string[];
   /** The Lag cell of each shard (by id), when --lag is given. */
   lag?: ReadonlyMap<string, string>;
+  /** The Backlog Age cell of each shard (by id), when --lag is given. */
+  age?: ReadonlyMap<string, string>;
 }
 
 /** Longest error text a Status cell shows, in characters (-o json has them whole). */
@@ -99,6 +101,7 @@ export function renderShardTable(resp: { shards: readonly ShardSummary[] }, cols
   if (cols.replicas) headers.push('Replicas');
   headers.push(...cols.labels);
   if (cols.lag) headers.push('Lag');
+  if (cols.age) headers.push('Backlog Age');
   const rows = resp.shards.map((sh) => {
     const spec = sh.spec!;
     const members = sh.route?.members ?? [];
@@ -120,6 +123,7 @@ export function renderShardTable(resp: { shards: readonly ShardSummary[] }, cols
       row.push(vs.length ? vs.join(',') : '<none>');
     }
     if (cols.lag) row.push(cols.lag.get(spec.id) ?? '');
+    if (cols.age) row.push(cols.age.get(spec.id) ?? '');
     return row;
   });
   return renderTable(headers, rows);

@@ -6,6 +6,8 @@ import { booleanOption, listOption, oclifFlags, options, type OptionValues, type
 import { renderShardTable } from '../../cli/shard-specs.js';
 import { mapLimit } from '../../lib/concurrency.js';
 import { shardLag } from '../../lib/client/shard-lag.js';
+import { formatBacklogAge } from '../../lib/client/backlog-age.js';
+import { formatGoDuration } from '../../lib/protocol/duration.js';
 import { shardListResponseToJson, shardSpecToJson } from '../../lib/protocol/protojson.js';
 import { routeToJson, replicaStatusToJson } from '../../lib/protocol/protojson.js';
 import { encodeShardSetBytes, shardSetFromListing } from '../../lib/shardspace/shardspace.js';
@@ -21,7 +23,7 @@ const OPTIONS = options({
   primary: booleanOption({ char: 'p', description: 'Show the primary consumer of each shard, with its status.', ini: { field: 'Primary' } }),
   replicas: booleanOption({ char: 'r', description: 'Show the standby consumers of each shard, with their statuses.', ini: { field: 'Replicas' } }),
   rf: booleanOption({ description: 'Show the replication factor (hot standbys + 1; 0 when disabled).', ini: { field: 'RF' } }),
-  lag: booleanOption({ description: 'Show how far each shard trails its journals (bytes: write head minus read-through offset). One Stat and a read per journal: use a focused --selector.', ini: { field: 'Lag' } }),
+  lag: booleanOption({ description: 'Show how far each shard trails its journals (bytes: write head minus read-through offset) and how old its oldest unread message is (Backlog Age). One Stat and up to two reads per journal: use a focused --selector.', ini: { field: 'Lag' } }),
   // Ours: upstream's shards list has no --watch. The consumer List has no watch, so it polls.
   watch: booleanOption({ description: 'Print the listing again whenever it changes (polled every second), until interrupted.', ini: null }),
 });
@@ -37,6 +39,8 @@ export default class ShardsList extends GazctlCommand {
   static override description = `Lists the shards matching a label selector (shards also match the meta-label "id", e.g. -l "id in (shard-12, shard-34)" or -l id:prefix=acme-).
 
 The table shows each shard's ID and Status: the most advanced status of its consumers (IDLE, BACKFILL, STANDBY, PRIMARY, FAILED; IDLE when none is assigned). A FAILED shard also shows its errors there. On request it adds RF, Primary and Replicas (consumer:STATUS), label columns and, last, Lag: for each journal the shard reads, the bytes between what the shard has read through and the journal's write head. --lag asks each shard's primary and a broker per journal: keep the selector focused.
+
+With --lag a Backlog Age column follows Lag: for each journal, how long ago the oldest message the shard has not read through (as of its last committed transaction) was published. That is the clock of the message UUID at the shard's read-through offset, for NDJSON messages with a "UUID" field as Gazette's Go applications write them: "0s" when nothing is unread; ">=<age>" when the message has no UUID, a bound from the modification time of the persisted fragment holding it; "-" when neither is known (a fragment not yet persisted). Upstream has no such column.
 
 -o yaml prints the shard set that "shards apply" and "shards edit" accept (fields shared by all shards hoisted into "common", with revisions, so re-applying it is a no-op and a concurrent change is refused). -o json prints the whole List response as proto3 JSON.
 
@@ -116,14 +120,15 @@ With --watch the listing is printed again whenever it changes, until interrupted
       return encodeShardSetBytes(shardSetFromListing(full.shards));
     }
     let lag: Map<string, string> | undefined;
+    let age: Map<string, string> | undefined;
     if (journals) {
       const ids = resp.shards.map((s) => s.spec!.id);
-      const cells = await mapLimit(ids, LAG_CONCURRENCY, async (id) =>
-        (await shardLag(shards, journals, id, { signal })).map((l) => `${l.journal}:${l.lag}`).join(', '),
-      );
-      lag = new Map(ids.map((id, i) => [id, cells[i]!]));
+      const lags = await mapLimit(ids, LAG_CONCURRENCY, (id) => shardLag(shards, journals, id, { signal, age: true }));
+      const now = Date.now();
+      lag = new Map(ids.map((id, i) => [id, lags[i]!.map((l) => `${l.journal}:${l.lag}`).join(', ')]));
+      age = new Map(ids.map((id, i) => [id, lags[i]!.map((l) => `${l.journal}:${formatBacklogAge(l.oldest!, now, formatGoDuration)}`).join(', ')]));
     }
-    return renderShardTable(resp, { rf: flags.rf, primary: flags.primary, replicas: flags.replicas, labels: flags['label-columns'], lag });
+    return renderShardTable(resp, { rf: flags.rf, primary: flags.primary, replicas: flags.replicas, labels: flags['label-columns'], lag, age });
   }
 }
 

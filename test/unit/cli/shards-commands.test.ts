@@ -129,21 +129,28 @@ describe('shards commands in-process', () => {
       assert.equal(status, `FAILED: disk full; ${'x'.repeat(199)}…`);
     });
 
-    it('--lag: per journal the write head minus the read-through offset, sorted by journal, last column', async () => {
+    it('--lag: per journal the write head minus the read-through offset, sorted by journal; then the backlog age', async () => {
       consumer.readThrough.set('shard-000', { 'in/b': 1n, 'in/a': 4n });
       consumer.readThrough.set('shard-001', { 'in/b;derived': 5n });
       consumer.readThrough.set('shard-002', {});
       const r = await run(['shards', 'list', '--lag', '-L', 'tier']);
       assert.equal(r.code, 0, r.what);
       const lines = r.stdout.trimEnd().split('\n');
-      assert.deepEqual(cells(lines[1]!), ['ID', 'STATUS', 'TIER', 'LAG']);
-      assert.deepEqual(cells(lines[3]!), ['shard-000', 'PRIMARY', '<none>', 'in/a:6, in/b:4']);
-      assert.deepEqual(cells(lines[4]!).slice(-1), ['in/b;derived:0']);
+      assert.deepEqual(cells(lines[1]!), ['ID', 'STATUS', 'TIER', 'LAG', 'BACKLOG AGE']);
+      // The stub's journals hold no messages and no persisted fragments: the age is unknown ("-")
+      // where there is a lag, 0s where there is none.
+      assert.deepEqual(cells(lines[3]!), ['shard-000', 'PRIMARY', '<none>', 'in/a:6, in/b:4', 'in/a:-, in/b:-']);
+      assert.deepEqual(cells(lines[4]!).slice(-2), ['in/b;derived:0', 'in/b;derived:0s']);
       assert.deepEqual(cells(lines[5]!), ['shard-002', 'IDLE', '<none>']);
       const stats = consumer.requests.filter((q) => q.method === 'stat').map((q) => (q.request as { shard: string }).shard);
       assert.deepEqual(stats.sort(), ['shard-000', 'shard-001', 'shard-002']);
       const reads = broker.requests.filter((q) => q.method === 'read').map((q) => q.request as { journal: string; offset: bigint; block: boolean });
-      assert.ok(reads.every((q) => q.offset === -1n && !q.block), 'lag reads are non-blocking reads at the write head');
+      assert.ok(reads.every((q) => !q.block), 'lag and age reads do not block');
+      // One read at the write head per journal (the lag), one at the read-through offset per journal with a lag (the age).
+      assert.deepEqual(
+        reads.map((q) => `${q.journal}@${q.offset}`).sort(),
+        ['in/a@-1', 'in/a@4', 'in/b;derived@-1', 'in/b@-1', 'in/b@1'],
+      );
     });
 
     it('--lag fails with one line when a shard cannot be stat-ed', async () => {
@@ -244,7 +251,7 @@ shards:
       const r = await run(['shards', 'list', '--watch', '--lag'], { onStdout: () => setImmediate(() => interrupt(outside)) });
       assert.equal(r.code, 0, r.what);
       assert.equal(r.stdout.split('┌').length - 1, 1, r.what);
-      assert.deepEqual(cells(r.stdout.split('\n')[3]!), ['shard-000', 'PRIMARY', 'in/a:6'], r.what);
+      assert.deepEqual(cells(r.stdout.split('\n')[3]!), ['shard-000', 'PRIMARY', 'in/a:6', 'in/a:-'], r.what);
       assert.equal(consumer.lists, 1, 'no listing after the interrupt');
       assert.deepEqual(sigintListeners(), outside, 'the command removed its SIGINT listener');
       assert.equal(process.listeners('SIGTERM').length, 0, 'and its SIGTERM listener');
@@ -275,7 +282,7 @@ shards:
       consumer.readThrough.set('shard-000', { 'in/a': 10n });
       const r = await run(['shards', 'list', '--lag', '-l', 'id=shard-000'], { cwd, env: { CONSUMER_ADDRESS: 'http://127.0.0.1:1', BROKER_ADDRESS: 'http://127.0.0.1:1' } });
       assert.equal(r.code, 0, r.what);
-      assert.deepEqual(cells(r.stdout.split('\n')[3]!), ['shard-000', 'PRIMARY', 'in/a:0']);
+      assert.deepEqual(cells(r.stdout.split('\n')[3]!), ['shard-000', 'PRIMARY', 'in/a:0', 'in/a:0s']);
     });
 
     it('[shards] takes namespaced keys; [shards.list] the list options', async () => {
