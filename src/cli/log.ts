@@ -9,6 +9,16 @@ export type LogFormat = (typeof LOG_FORMATS)[number];
 
 type Fields = Record<string, unknown>;
 
+/**
+ * NO_COLOR (no-color.org): any non-empty value means no colour escape codes, whatever the format
+ * asked for or the terminal. Every colour path of gazctl asks this (the `color` log format, the
+ * progress bar); oclif's help and the confirmation prompt (node:util styleText) honour it
+ * themselves.
+ */
+export function colourDisabled(env: NodeJS.ProcessEnv = process.env): boolean {
+  return (env.NO_COLOR ?? '') !== '';
+}
+
 function fmtValue(v: unknown): string {
   const s = typeof v === 'bigint' ? v.toString() : typeof v === 'string' ? v : JSON.stringify(v, bigintReplacer);
   return /^[\w./:@%+-]+$/.test(s) ? s : JSON.stringify(s);
@@ -44,7 +54,8 @@ export class Logger {
       .join(' ');
     if (this.format === 'color') {
       const colours: Record<LogLevel, number> = { trace: 37, debug: 37, info: 36, warn: 33, error: 31, fatal: 31 };
-      const tag = `\x1b[${colours[level]}m${level.toUpperCase().slice(0, 4)}\x1b[0m`;
+      const name = level.toUpperCase().slice(0, 4);
+      const tag = colourDisabled() ? name : `\x1b[${colours[level]}m${name}\x1b[0m`;
       this.out(`${tag}[${time}] ${msg.padEnd(40)} ${kv}`.trimEnd());
       return;
     }

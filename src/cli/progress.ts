@@ -2,6 +2,8 @@
 // terminal, nothing at all otherwise (scripts read the summary line the command prints at the
 // end). Colour only on a terminal and never with NO_COLOR.
 
+import { colourDisabled } from './log.js';
+
 export interface ProgressOptions {
   /** What is counted, e.g. "deleted". */
   label: string;
@@ -26,7 +28,7 @@ export class Progress {
   constructor(private readonly o: ProgressOptions) {
     this.out = o.stream ?? process.stderr;
     this.tty = o.isTTY ?? Boolean(this.out.isTTY);
-    this.colour = this.tty && !process.env.NO_COLOR;
+    this.colour = this.tty && !colourDisabled();
   }
 
   /** Counts `n` more items (and `bytes`). Redraws at most every 100 ms. */
