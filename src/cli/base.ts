@@ -1,7 +1,8 @@
 // Base classes for gazctl commands: the shared `journals` / `shards` option groups, their
 // resolution with upstream's precedence (command line > gazctl.ini > environment > default),
 // logging, and one-line error reporting with trustworthy exit codes (src/cli/exit.ts).
-import { Command } from '@oclif/core';
+import { Command, Flags } from '@oclif/core';
+import { activeContext, type ActiveContext } from './contexts.js';
 import { BrokerStatusError, TransportError } from '../lib/protocol/errors.js';
 import { Status } from '../lib/protocol/gen/broker/protocol.js';
 import { findIniFile, loadIni } from '../lib/config/ini.js';
@@ -82,8 +83,13 @@ export const journalsOptions = options({ ...commonOptions, ...serviceOptions('br
 /** The options of the `shards` group. */
 export const shardsOptions = options({ ...commonOptions, ...serviceOptions('consumer', 'Consumer'), ...serviceOptions('broker', 'Broker') });
 
-export const journalsBaseFlags = oclifFlags(journalsOptions);
-export const shardsBaseFlags = oclifFlags(shardsOptions);
+/** --context: the named settings (src/cli/contexts.ts) to run with; not an option of gazctl.ini. */
+export const contextFlag = {
+  context: Flags.string({ description: 'Run with the settings of this context (gazctl context list); default $GAZCTL_CONTEXT, else the current context.', helpGroup: 'GLOBAL' }),
+};
+
+export const journalsBaseFlags = { ...oclifFlags(journalsOptions), ...contextFlag };
+export const shardsBaseFlags = { ...oclifFlags(shardsOptions), ...contextFlag };
 
 export interface ServiceOptions {
   address: string;
@@ -121,6 +127,8 @@ export abstract class GazctlCommand extends Command {
   protected global!: GroupValues;
   /** Where the service addresses came from (the hint of a name that does not resolve names it). */
   protected addressOrigins: Partial<Record<'broker' | 'consumer', OptionOrigin>> = {};
+  /** The context in effect (--context, $GAZCTL_CONTEXT or the current one), if any. */
+  protected context: ActiveContext | undefined;
 
   protected get groupName(): 'journals' | 'shards' {
     return (this.constructor as typeof GazctlCommand).group;
@@ -138,13 +146,15 @@ export abstract class GazctlCommand extends Command {
     const group = this.groupName;
     const argv = flags as Record<string, unknown>;
     const groupSet = group === 'journals' ? journalsOptions : shardsOptions;
-    const groupSources = { argv, given, ini, env: process.env, group };
+    this.context = await activeContext(argv.context as string | undefined);
+    const groupSources = { argv, given, ini, env: process.env, group, context: this.context };
     this.global = resolveOptions(groupSet, groupSources) as GroupValues;
+    this.log_ = new Logger(this.global['log.level'], this.global['log.format']);
+    if (this.context) warnShadowedVariables(groupSet, this.context, given, process.env);
     for (const svc of ['broker', 'consumer'] as const) {
       const spec = (groupSet as OptionSet)[`${svc}.address`];
       if (spec) this.addressOrigins[svc] = resolveWithOrigin(spec, groupSources).origin;
     }
-    this.log_ = new Logger(this.global['log.level'], this.global['log.format']);
     const section = ctor.iniSection ?? `${group}.${String(ctor.id ?? '').split(/[: ]/).slice(1).join('.')}`;
     return resolveOptions(opts, { argv, given, ini, env: process.env, group, section });
   }
@@ -265,8 +275,30 @@ export function unresolvedHint(svc: 'broker' | 'consumer', origin: OptionOrigin 
   if (origin === undefined || origin.from === 'default') {
     return ` (${DEFAULT_ADDRESSES[svc]} is the default ${svc} address, the Kubernetes Service name: outside the cluster set ${how}; \`gazctl print-config\` shows the effective endpoints)`;
   }
-  const where = origin.from === 'command line' ? `--${svc}.address` : origin.from === 'environment' ? `$${origin.variable}` : origin.from === 'gazctl.ini' ? `${origin.path} [${origin.section}]` : 'the default';
+  if (origin.from === 'context') {
+    return ` (the ${svc} address comes from context ${origin.name} (${origin.path}): check it with \`gazctl context show ${origin.name}\`, change it with \`gazctl context set ${origin.name} ${svc}.address=...\`, or pass --${svc}.address)`;
+  }
+  const where =
+    origin.from === 'command line'
+      ? `--${svc}.address`
+      : origin.from === 'environment'
+        ? `$${origin.variable}`
+        : `${origin.path} [${origin.section}]`;
   return ` (the ${svc} address comes from ${where}: check it, or set ${how}; \`gazctl print-config\` shows the effective endpoints)`;
+}
+
+/**
+ * One line on stderr for each environment variable that the context overrides with another
+ * value (BROKER_ADDRESS exported for one cluster, a context chosen for another): the operator
+ * learns which one wins before anything is sent.
+ */
+export function warnShadowedVariables(set: OptionSet, ctx: ActiveContext, given: ReadonlySet<string>, env: NodeJS.ProcessEnv, out: (line: string) => void = (l) => process.stderr.write(l)): void {
+  for (const s of Object.values(set)) {
+    const v = ctx.values.get(s.name);
+    if (v === undefined || given.has(s.name) || s.env === undefined) continue;
+    const e = env[s.env];
+    if (e !== undefined && e !== v) out(`gazctl: warning: $${s.env} is ignored: context ${ctx.name} sets ${s.name} (the command line, --${s.name}, beats both)\n`);
+  }
 }
 
 /** A Go duration flag value (e.g. `--url-ttl`), as nanoseconds; a usage error when malformed. */

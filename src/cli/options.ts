@@ -6,7 +6,8 @@
 // parser and refused the same way: a usage error (exit 2) that names the option and, for
 // gazctl.ini and the environment, where the value came from.
 //
-// Precedence is upstream's (go-flags): command line > gazctl.ini > environment > default.
+// Precedence is upstream's (go-flags): command line > gazctl.ini > environment > default, with a
+// context (src/cli/contexts.ts), when one is in effect, between the command line and gazctl.ini.
 import { Flags, type Interfaces } from '@oclif/core';
 import type { LabelSelector } from '../lib/protocol/gen/broker/protocol.js';
 import { parseLabelSelector } from '../lib/protocol/selector.js';
@@ -252,6 +253,8 @@ export interface Sources {
   group: string;
   /** gazctl.ini section of the sub-command (e.g. `journals.list`); undefined for group options. */
   section?: string;
+  /** The context in effect (group options only): its values by option long name. */
+  context?: { name: string; path: string; values: ReadonlyMap<string, string> };
 }
 
 function label(s: OptionSpec<unknown>): string {
@@ -287,7 +290,7 @@ function iniPlaces(s: OptionSpec<unknown>, src: Sources): { section: string; key
   ];
 }
 
-/** Resolves every option of `set`: command line > gazctl.ini > environment > default. */
+/** Resolves every option of `set`: command line > context > gazctl.ini > environment > default. */
 export function resolveOptions<S extends OptionSet>(set: S, src: Sources): OptionValues<S> {
   const out: Record<string, unknown> = {};
   for (const [name, s] of Object.entries(set)) {
@@ -299,6 +302,7 @@ export function resolveOptions<S extends OptionSet>(set: S, src: Sources): Optio
 /** Where an option's value comes from: the command line, a gazctl.ini section, a variable, or its default. */
 export type OptionOrigin =
   | { from: 'command line' }
+  | { from: 'context'; name: string; path: string }
   | { from: 'gazctl.ini'; path: string; section: string }
   | { from: 'environment'; variable: string }
   | { from: 'default' };
@@ -306,6 +310,8 @@ export type OptionOrigin =
 /** The source that sets `s` (by precedence), with its text there; the default has no text. */
 function sourceOf(s: OptionSpec<unknown>, src: Sources): { origin: OptionOrigin; text?: string } {
   if (src.given.has(s.name)) return { origin: { from: 'command line' } };
+  const ctx = src.context?.values.get(s.name);
+  if (ctx !== undefined) return { origin: { from: 'context', name: src.context!.name, path: src.context!.path }, text: ctx };
   for (const place of iniPlaces(s, src)) {
     const text = iniLookup(src.ini, [place.section], place.keys);
     if (text !== undefined) return { origin: { from: 'gazctl.ini', path: src.ini!.path, section: place.section }, text };
@@ -338,6 +344,8 @@ function resolveOne<T>(s: OptionSpec<T>, src: Sources): T {
       if (s.kind === 'multiple') return (v as string[]).flatMap((t) => parseFrom(s, t, '') as unknown[]) as T;
       return parseFrom(s, String(v), '');
     }
+    case 'context':
+      return parseFrom(s, text!, ` (from context ${origin.name} in ${origin.path})`);
     case 'gazctl.ini':
       return parseFrom(s, text!, ` (from ${origin.path})`);
     case 'environment':

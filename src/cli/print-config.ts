@@ -54,6 +54,8 @@ function describeOrigin(o: OptionOrigin): string {
   switch (o.from) {
     case 'command line':
       return 'the command line';
+    case 'context':
+      return `context ${o.name} (${o.path})`;
     case 'gazctl.ini':
       return `${o.path} [${o.section}]`;
     case 'environment':

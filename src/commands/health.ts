@@ -121,6 +121,7 @@ See docs/health.md for alerting examples.`;
       ini: loadIni(findIniFile()),
       env: process.env,
       group: 'shards',
+      context: this.context,
     };
     const consumerSet = options({
       ...Object.fromEntries(Object.entries(shardsOptions).filter(([k]) => k.startsWith('consumer.'))),

@@ -1,4 +1,5 @@
-import { GazctlCommand, journalsOptions, shardsOptions } from '../cli/base.js';
+import { contextFlag, GazctlCommand, journalsOptions, shardsOptions } from '../cli/base.js';
+import { activeContext } from '../cli/contexts.js';
 import { groupSections, renderConfig, type ConfigSection } from '../cli/print-config.js';
 import type { Sources } from '../cli/options.js';
 import { findIniFile, loadIni } from '../lib/config/ini.js';
@@ -53,19 +54,24 @@ export default class PrintConfig extends GazctlCommand {
   static override summary = 'Print the effective configuration of every command, as gazctl.ini text.';
   static override description = `Reads gazctl.ini (./gazctl.ini, else ~/.config/gazette/gazctl.ini, as every command does) and the environment, and prints the configuration every command would run with: a section per option group and sub-command, each option with its description, and "Field = value". A value equal to the built-in default is shown commented out ("; Field = default"); any other value, and every service endpoint (default included), is preceded by a comment naming where it came from (the command line, a gazctl.ini section, an environment variable or the default), which answers "which broker is this talking to, and why". With nothing configured the endpoints are the Kubernetes Service names http://gazette:8080 (brokers) and http://consumer:8080 (consumers). The output is itself a valid gazctl.ini.
 
+With a context in effect (--context, $GAZCTL_CONTEXT or the current one: gazctl context --help) its values show as "(from context NAME (path))"; they rank below the command line and above gazctl.ini and the environment.
+
 Auth keys and tokens are masked ("<masked>"): the output is safe to paste into a ticket (upstream prints them in clear). A value that does not parse (a malformed address or duration in gazctl.ini or the environment) fails with one line and exit status 2, as it would for any command.`;
   static override examples = [
     { description: 'Where do the broker and consumer addresses come from?', command: '<%= config.bin %> print-config | grep -B2 Address' },
     { description: 'Start a gazctl.ini from the current settings', command: '<%= config.bin %> print-config > gazctl.ini' },
   ];
 
+  static override flags = { ...contextFlag };
+
   async run(): Promise<void> {
-    await this.parse(PrintConfig);
+    const { flags } = await this.parse(PrintConfig);
     const ini = loadIni(findIniFile());
+    const context = await activeContext(flags.context);
     const base = { argv: {}, given: new Set<string>(), ini, env: process.env };
     const sections: ConfigSection[] = [{ name: 'attach-uuids', options: Object.values(AttachUUIDs.optionSet()), sources: { ...base, group: '', section: 'attach-uuids' } }];
     for (const group of ['journals', 'shards'] as const) {
-      const groupSources: Sources = { ...base, group };
+      const groupSources: Sources = { ...base, group, context };
       const set = group === 'journals' ? journalsOptions : shardsOptions;
       sections.push(...groupSections(group, set, group === 'journals' ? ['Logging', 'Broker'] : ['Logging', 'Consumer', 'Broker'], groupSources));
       for (const [sub, cmd] of SUBCOMMANDS[group]) {
@@ -75,7 +81,7 @@ Auth keys and tokens are masked ("<masked>"): the output is safe to paste into a
     }
     // Ours: `gazctl health` and the etcd endpoints it checks.
     sections.push({ name: 'health', options: Object.values(Health.optionSet()), sources: { ...base, group: 'journals', section: 'health' } });
-    sections.push({ name: 'etcd', options: Object.values(Health.etcdOptionSet()), sources: { ...base, group: 'journals', section: 'etcd' } });
+    sections.push({ name: 'etcd', options: Object.values(Health.etcdOptionSet()), sources: { ...base, group: 'journals', section: 'etcd', context } });
     process.stdout.write(renderConfig(sections));
   }
 }

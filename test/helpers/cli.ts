@@ -2,7 +2,7 @@
 // job does, for end-to-end tests.
 //
 // Every run gets a clean environment: this process's environment minus BROKER_* / LOG_* /
-// GAZCTL_* (so a developer's settings can't change a test), then `opts.env`. The working
+// GAZCTL_* / XDG_CONFIG_HOME (so a developer's settings can't change a test), then `opts.env`. The working
 // directory and HOME are a private temp dir, so no gazctl.ini (./gazctl.ini or
 // ~/.config/gazette/gazctl.ini) is picked up.
 
@@ -40,7 +40,7 @@ export function gazctlSandbox(): string {
   return sandbox;
 }
 
-const SCRUBBED = ['BROKER_', 'LOG_', 'GAZCTL_'];
+const SCRUBBED = ['BROKER_', 'LOG_', 'GAZCTL_', 'XDG_CONFIG_HOME'];
 
 /** The environment a gazctl run gets (see the file comment). */
 export function gazctlEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {

@@ -29,7 +29,7 @@ export interface InProcessOptions {
 let config: Promise<Config> | undefined;
 let queue: Promise<unknown> = Promise.resolve();
 
-const SCRUBBED = ['BROKER_', 'CONSUMER_', 'LOG_', 'GAZCTL_', 'ZONE'];
+const SCRUBBED = ['BROKER_', 'CONSUMER_', 'LOG_', 'GAZCTL_', 'ZONE', 'XDG_CONFIG_HOME'];
 
 /** Runs `gazctl <args>` in this process. */
 export function runInProcess(args: string[], opts: InProcessOptions = {}): Promise<InProcessResult> {

@@ -58,7 +58,7 @@ describe('gazctl completion', () => {
   it('bash: COMPREPLY for topics, commands, flags and flag values', () => {
     // Each case: the words on the line (the last one being completed) and the expected COMPREPLY.
     const cases: [string[], string[]][] = [
-      [['gazctl', ''], ['attach-uuids', 'completion', 'health', 'journals', 'print-config', 'shards']],
+      [['gazctl', ''], ['attach-uuids', 'completion', 'context', 'health', 'journals', 'print-config', 'shards']],
       [['gazctl', 'j'], ['journals']],
       [['gazctl', 'journals', 'l'], ['list']],
       [['gazctl', 'shards', 'p'], ['prune', 'prune-log']],
@@ -93,7 +93,7 @@ describe('gazctl completion', () => {
   it('fish: complete -C lists commands with their summaries, flags and values', () => {
     const queries: [string, string[]][] = [
       ['gazctl journals l', ['list\tList journals with their routes and settings']],
-      ['gazctl ', ['attach-uuids', 'completion', 'health', 'journals', 'print-config', 'shards']],
+      ['gazctl ', ['attach-uuids', 'completion', 'context', 'health', 'journals', 'print-config', 'shards']],
       ['gazctl journals list -o ', ['json', 'table', 'yaml']],
       ['gazctl journals list --format=', ['--format=json', '--format=table', '--format=yaml']],
       ['gazctl shards prune-log --sel', ['--selector']],
@@ -151,7 +151,7 @@ zpty -d z
 `;
     writeFileSync(join(dir, 'drive.zsh'), driver);
     const queries: [string, string[]][] = [
-      ['gazctl ', ['attach-uuids', 'completion', 'health', 'journals', 'print-config', 'shards']],
+      ['gazctl ', ['attach-uuids', 'completion', 'context', 'health', 'journals', 'print-config', 'shards']],
       ['gazctl journals l', ['list']],
       ['gazctl shards pr', ['prune', 'prune-log']],
       ['gazctl journals list -o ', ['table', 'yaml', 'json']],
