@@ -5,12 +5,13 @@
 
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { startCluster, waitForJournalsAssigned, type Cluster } from '../../src/testing/index.js';
-import { describeResult } from '../helpers/cli.js';
+import { describeResult, runGazctl } from '../helpers/cli.js';
 import { gz, gzOk, listJson } from '../helpers/journals.js';
 
 const SPECS = `name: jsonout/
@@ -108,6 +109,44 @@ describe('-o json of acting commands (real cluster)', { timeout: 120_000 }, () =
     assert.equal(q.deleted_bytes, 100);
     assert.deepEqual(q.problems, []);
     assert.ok(!existsSync(old.f), 'the expired object is gone');
+  });
+
+  test('journals append -o json: per journal the appends, bytes and commit offsets of this run', async () => {
+    const one = ['journals', 'append', '-l', 'name=jsonout/b', '-o', 'json'];
+    const r1 = await gzOk(cluster, one, { input: 'hello json\n' });
+    const d1 = doc(one, r1) as { journals: { journal: string; appends: number; bytes: number; begin: number; end: number }[] };
+    assert.equal(d1.journals.length, 1);
+    const j = d1.journals[0]!;
+    assert.deepEqual([j.journal, j.appends, j.bytes, j.end - j.begin], ['jsonout/b', 1, 11, 11]);
+    // The offsets are where the content is: read it back from there.
+    const offsets = join(mkdtempSync(join(tmpdir(), 'gazctl-json-')), 'offsets.json');
+    writeFileSync(offsets, JSON.stringify({ 'jsonout/b': j.begin }));
+    const back = await gzOk(cluster, ['journals', 'read', '-l', 'name=jsonout/b', '--offsets', offsets]);
+    assert.equal(back.stdout.toString('utf8'), 'hello json\n');
+
+    const lines = Array.from({ length: 200 }, (_, i) => `line ${i}\n`).join('');
+    // (jsonout/a holds the fragments the prune test wrote ahead of its write head: not there.)
+    const many = ['journals', 'append', '-l', 'name=jsonout/b', '--framing', 'lines', '-o', 'json'];
+    const r2 = await gzOk(cluster, many, { input: lines });
+    const d2 = doc(many, r2) as { journals: { journal: string; bytes: number }[] };
+    assert.equal(d2.journals.reduce((n, x) => n + x.bytes, 0), Buffer.byteLength(lines), 'every byte is accounted for');
+    assert.deepEqual(d2.journals.map((x) => x.journal), ['jsonout/b']);
+  });
+
+  test('a context reaches the cluster with nothing else set; the command line beats it', async () => {
+    const cfg = mkdtempSync(join(tmpdir(), 'gazctl-ctx-it-'));
+    const env = { XDG_CONFIG_HOME: cfg };
+    const create = ['context', 'create', 'here', `broker.address=${cluster.brokerAddress}`, '--use'];
+    const c = await runGazctl(create, { env });
+    assert.equal(c.code, 0, describeResult(create, c));
+    const list = ['journals', 'list', '-l', 'name:prefix=jsonout/', '-o', 'json'];
+    const r = await runGazctl(list, { env });
+    assert.equal(r.code, 0, describeResult(list, r));
+    assert.equal((JSON.parse(r.stdout.toString('utf8')) as { journals: unknown[] }).journals.length, 2);
+    const flag = [...list, '--broker.address', 'http://127.0.0.1:1', '--timeout', '1s'];
+    const f = await runGazctl(flag, { env });
+    assert.equal(f.code, 1, describeResult(flag, f));
+    assert.match(f.stderr, /127\.0\.0\.1:1/);
   });
 
   test('journals store-health -o json: healthy, and unhealthy with the reason and exit 1', async () => {

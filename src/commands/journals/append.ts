@@ -2,6 +2,7 @@ import { createReadStream } from 'node:fs';
 import { GazctlCommand, journalsBaseFlags, UsageError } from '../../cli/base.js';
 import { selector } from '../../cli/flags.js';
 import { booleanOption, choiceOption, oclifFlags, options, stringOption, type OptionSet } from '../../cli/options.js';
+import { formatOption } from '../../cli/render.js';
 import { inputError } from '../../cli/input.js';
 import { GazctlError } from '../../lib/protocol/errors.js';
 import { JournalClient } from '../../lib/client/journal-client.js';
@@ -20,7 +21,17 @@ const OPTIONS = options({
   framing: choiceOption({ char: 'f', choices: FRAMINGS, default: 'none', showDefault: true, description: 'Record framing of the input.', ini: { field: 'Framing' } }),
   mapping: choiceOption({ char: 'm', choices: MAPPINGS, default: 'random', showDefault: true, description: 'How records map to journals.', ini: { field: 'Mapping' } }),
   base64: booleanOption({ description: 'Partition keys of lines framing are base64 (standard, padded).', ini: { field: 'Base64' } }),
+  format: formatOption(['text', 'json']),
 });
+
+/** What this run committed to one journal (-o json). */
+interface Committed {
+  appends: number;
+  bytes: number;
+  /** Begin of the first and end of the last commit (other writers' appends may lie between). */
+  begin: bigint;
+  end: bigint;
+}
 
 export default class JournalsAppend extends GazctlCommand {
   static override summary = 'Append records from a file or stdin to journals.';
@@ -28,11 +39,14 @@ export default class JournalsAppend extends GazctlCommand {
 
 --framing none (default) appends the whole input to one randomly chosen journal as a single atomic append: all of it commits, or nothing does.
 
---framing lines or fixed splits the input into records (newline-terminated lines, or fixed frames: magic 66 33 93 36, little-endian uint32 length, payload). Each record goes to one journal by --mapping: random, or by a partition key that precedes each record in the same framing (modulo and rendezvous hash the key with 32-bit FNV-1a; direct takes the key as the journal name). --base64 decodes line keys from base64. Records of one journal keep their input order and are batched into atomic appends; the command exits 0 only when every record has committed.`;
+--framing lines or fixed splits the input into records (newline-terminated lines, or fixed frames: magic 66 33 93 36, little-endian uint32 length, payload). Each record goes to one journal by --mapping: random, or by a partition key that precedes each record in the same framing (modulo and rendezvous hash the key with 32-bit FNV-1a; direct takes the key as the journal name). --base64 decodes line keys from base64. Records of one journal keep their input order and are batched into atomic appends; the command exits 0 only when every record has committed.
+
+-o json prints, once every record has committed, {"journals":[{"journal","appends","bytes","begin","end"}]} on stdout: per journal written, the appends and content bytes this run committed, the begin offset of its first commit and the end offset of its last (exact integers; other writers' appends may lie between them).`;
   static override examples = [
     { description: 'Append a file atomically to one journal', command: '<%= config.bin %> journals append -l name=acme/events -i events.ndjson' },
     { description: 'Spread lines randomly over journals', command: 'cat events.ndjson | <%= config.bin %> journals append -l app=billing --framing lines' },
     { description: 'Key each line (key line, then record line)', command: '<%= config.bin %> journals append -l app=billing --framing lines --mapping modulo -i keyed.txt' },
+    { description: 'Where the content went, for a script', command: '<%= config.bin %> journals append -l name=acme/events -i events.ndjson -o json' },
   ];
   static override group = 'journals' as const;
   static override baseFlags = journalsBaseFlags;
@@ -59,8 +73,17 @@ export default class JournalsAppend extends GazctlCommand {
       waiting.add(i.journal);
       this.log_.warn(`append to ${i.journal} is waiting for ${i.waitingFor}`, fields);
     };
-    const onCommit = (journal: string) => {
+    const done = new Map<string, Committed>();
+    const onCommit = (journal: string, bytes: number, commit: { begin: bigint; end: bigint } | undefined) => {
       if (waiting.delete(journal)) this.log_.warn(`append to ${journal} resumed`);
+      const c = done.get(journal);
+      const begin = commit?.begin ?? 0n;
+      const end = commit?.end ?? 0n;
+      if (c) {
+        c.appends++;
+        c.bytes += bytes;
+        if (end > c.end) c.end = end;
+      } else done.set(journal, { appends: 1, bytes, begin, end });
     };
     try {
       let first;
@@ -107,9 +130,11 @@ export default class JournalsAppend extends GazctlCommand {
           // The input's own failures are already worded by readingInput.
           throw err instanceof AppendSourceError ? err.cause : err;
         }
-        onCommit(journal);
+        const c = resp.commit;
+        onCommit(journal, c ? Number(c.end - c.begin) : 0, c);
         lastProgress = Date.now();
         this.log_.debug('appended', { journal, begin: resp.commit?.begin, end: resp.commit?.end });
+        if (flags.format === 'json') process.stdout.write(committedJson(done));
         return;
       }
 
@@ -117,8 +142,8 @@ export default class JournalsAppend extends GazctlCommand {
       const service = new AppendService(client, {
         timeoutMs: svc.timeoutMs,
         onRetry,
-        onCommitted: (j, n) => {
-          onCommit(j);
+        onCommitted: (j, n, res) => {
+          onCommit(j, n, res.commit);
           committed += n;
           lastProgress = Date.now();
         },
@@ -154,6 +179,7 @@ export default class JournalsAppend extends GazctlCommand {
           throw new GazctlError(`input ends inside a record (${splitter.pending} bytes after the last ${framing === 'lines' ? 'newline' : 'complete frame'}); records before it were appended`);
         }
         await service.flush();
+        if (flags.format === 'json') process.stdout.write(committedJson(done));
       } finally {
         if (progress) {
           clearInterval(progress);
@@ -202,4 +228,12 @@ async function* readingInput(input: AsyncIterable<Buffer>, path: string): AsyncG
 function journalSet(resp: ListResponse): JournalSet {
   // Appends resume suspended journals, so every matched journal is a candidate.
   return new JournalSet(resp.journals.map((j) => j.spec!.name));
+}
+
+/** The -o json document (see the description), journals by name. */
+function committedJson(done: ReadonlyMap<string, Committed>): string {
+  const journals = [...done]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([journal, c]) => `{"journal":${JSON.stringify(journal)},"appends":${c.appends},"bytes":${c.bytes},"begin":${c.begin},"end":${c.end}}`);
+  return `{"journals":[${journals.join(',')}]}\n`;
 }
