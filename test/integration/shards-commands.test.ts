@@ -91,10 +91,10 @@ describe('gazctl shards commands against Go consumers', { timeout: 300_000 }, ()
     const args = ['shards', 'list', '-l', APP, '-p', '-r', '--rf', '-L', 'app', '--lag'];
     const r = await gzsOk(cluster!, group!, args);
     const { header, rows } = parseTable(r.stdout.toString('utf8'));
-    assert.deepEqual(header, ['ID', 'STATUS', 'RF', 'PRIMARY', 'REPLICAS', 'APP', 'LAG']);
+    assert.deepEqual(header, ['ID', 'STATUS', 'RF', 'PRIMARY', 'REPLICAS', 'APP', 'LAG', 'BACKLOG AGE']);
     assert.deepEqual(rows.map((row) => row[0]), running.shards.map((s) => s.id));
     for (const row of rows) {
-      const [id, status, rf, primary, replicas, app, lag] = row as [string, string, string, string, string, string, string];
+      const [id, status, rf, primary, replicas, app, lag, age] = row as [string, string, string, string, string, string, string, string];
       const s = listed.get(id)!;
       const codes = shardReplicaCodes(s);
       assert.equal(status, 'PRIMARY', row.join(' | '));
@@ -106,13 +106,15 @@ describe('gazctl shards commands against Go consumers', { timeout: 300_000 }, ()
       // Processed through the last append: every source (sorted by name) trails by 0 bytes.
       const sources = layout.shards.find((x) => x.id === id)!.sources;
       assert.equal(lag, sources.map((j) => `${j}:0`).join(', '), `lag cell of ${id}`);
+      // Nothing unread: no backlog.
+      assert.equal(age, sources.map((j) => `${j}:0s`).join(', '), `backlog age cell of ${id}`);
     }
 
     // More records: once processed again, the lag is 0 again and the state moved on.
     await load.round(30);
     await load.waitProcessed(group!.address);
     const again = parseTable((await gzsOk(cluster!, group!, ['shards', 'list', '-l', APP, '--lag'])).stdout.toString('utf8'));
-    assert.deepEqual(again.header, ['ID', 'STATUS', 'LAG']);
+    assert.deepEqual(again.header, ['ID', 'STATUS', 'LAG', 'BACKLOG AGE']);
     for (const row of again.rows) assert.match(row[2]!, /^cmd\/input\/part-\d{3}-0:0, cmd\/input\/part-\d{3}-1:0$/);
   });
 
