@@ -43,6 +43,24 @@ async function lagAndAge(): Promise<{ lag: string; age: string; header: string[]
   return { header, lag: row[header.indexOf('LAG')]!, age: row[header.indexOf('BACKLOG AGE')]! };
 }
 
+interface LagJson {
+  journal: string;
+  read_through: string;
+  write_head: string;
+  lag: string;
+  backlog_age_seconds: number | null;
+  backlog_age_bound: string | null;
+}
+
+/** `shards list --lag -o json`: the lag entry of the one shard's one source. */
+async function lagJson(): Promise<LagJson> {
+  const r = await gzsOk(cluster!, group!, ['shards', 'list', '-l', 'app=age', '--lag', '-o', 'json']);
+  const doc = JSON.parse(r.stdout.toString('utf8')) as { shards: { lag: LagJson[] }[] };
+  assert.equal(doc.shards.length, 1);
+  assert.equal(doc.shards[0]!.lag.length, 1);
+  return doc.shards[0]!.lag[0]!;
+}
+
 /** Seconds of an age cell "<journal>:<Go duration>". */
 function ageSeconds(cell: string, journal: string): number {
   assert.ok(cell.startsWith(`${journal}:`), cell);
@@ -117,6 +135,12 @@ describe('shards list --lag: backlog age on a real consumer', { timeout: 180_000
     assert.equal(later.lag, cells.lag, 'still stalled');
     const second = ageSeconds(later.age, source);
     t.diagnostic(`stalled: lag ${later.lag}, backlog age ${cells.age}, then ${later.age}`);
+    // The same as JSON, for an alert.
+    const json = await lagJson();
+    assert.equal(json.journal, source);
+    assert.ok(BigInt(json.lag) > 0n && BigInt(json.write_head) - BigInt(json.read_through) === BigInt(json.lag), JSON.stringify(json));
+    assert.equal(json.backlog_age_bound, 'exact');
+    assert.ok(json.backlog_age_seconds! >= second, `${json.backlog_age_seconds} >= ${second}`);
     assert.ok(second >= first + 2, `the age grew: ${first}s, then ${second}s`);
 
     await setRecoveryLogReplication(1);
@@ -125,5 +149,7 @@ describe('shards list --lag: backlog age on a real consumer', { timeout: 180_000
       return c.lag === `${source}:0` ? c : undefined;
     }, { timeoutMs: 60_000, intervalMs: 300 });
     assert.equal(cells.age, `${source}:0s`);
+    const caughtUp = await lagJson();
+    assert.deepEqual([caughtUp.lag, caughtUp.backlog_age_seconds, caughtUp.backlog_age_bound], ['0', 0, 'exact']);
   });
 });

@@ -5,7 +5,7 @@ import { formatOption } from '../../cli/render.js';
 import { booleanOption, listOption, oclifFlags, options, type OptionValues, type OptionSet } from '../../cli/options.js';
 import { renderShardTable } from '../../cli/shard-specs.js';
 import { mapLimit } from '../../lib/concurrency.js';
-import { shardLag } from '../../lib/client/shard-lag.js';
+import { shardLag, type JournalLag } from '../../lib/client/shard-lag.js';
 import { formatBacklogAge } from '../../lib/client/backlog-age.js';
 import { formatGoDuration } from '../../lib/protocol/duration.js';
 import { shardListResponseToJson, shardSpecToJson } from '../../lib/protocol/protojson.js';
@@ -42,7 +42,7 @@ The table shows each shard's ID and Status: the most advanced status of its cons
 
 With --lag a Backlog Age column follows Lag: for each journal, how long ago the oldest message the shard has not read through (as of its last committed transaction) was published. That is the clock of the message UUID at the shard's read-through offset, for NDJSON messages with a "UUID" field as Gazette's Go applications write them: "0s" when nothing is unread; ">=<age>" when the message has no UUID, a bound from the modification time of the persisted fragment holding it; "-" when neither is known (a fragment not yet persisted). Upstream has no such column.
 
--o yaml prints the shard set that "shards apply" and "shards edit" accept (fields shared by all shards hoisted into "common", with revisions, so re-applying it is a no-op and a concurrent change is refused). -o json prints the whole List response as proto3 JSON.
+-o yaml prints the shard set that "shards apply" and "shards edit" accept (fields shared by all shards hoisted into "common", with revisions, so re-applying it is a no-op and a concurrent change is refused). -o json prints the whole List response as proto3 JSON; with --lag (ours) each shard gains "lag": [{"journal","read_through","write_head","lag","backlog_age_seconds","backlog_age_bound"}], offsets as strings, the age in whole seconds with its bound "exact" or "at-least" (null and null when unknown).
 
 With --watch the listing is printed again whenever it changes, until interrupted (Ctrl-C ends with status 0).`;
   static override examples = [
@@ -51,6 +51,7 @@ With --watch the listing is printed again whenever it changes, until interrupted
     { description: 'Specific shards by ID', command: '<%= config.bin %> shards list -l "id in (shard-000, shard-001)"' },
     { description: 'The shard set as YAML, for editing and re-applying', command: '<%= config.bin %> shards list -l app=word-count -o yaml > shards.yaml' },
     { description: 'Keep watching the statuses', command: '<%= config.bin %> shards list -p -r --watch' },
+    { description: 'Backlog ages for an alert', command: '<%= config.bin %> shards list -l app=word-count --lag -o json | jq \'.shards[].lag[] | select(.backlog_age_seconds > 300)\'' },
   ];
   static override group = 'shards' as const;
   static override baseFlags = shardsBaseFlags;
@@ -63,7 +64,7 @@ With --watch the listing is printed again whenever it changes, until interrupted
     const flags = await this.resolve(OPTIONS);
     const shards = this.shardClient();
     // --lag reads journals through the brokers: only then is a broker client made.
-    const journals = flags.lag && flags.format === 'table' ? this.journalClient() : undefined;
+    const journals = flags.lag && flags.format !== 'yaml' ? this.journalClient() : undefined;
     try {
       if (!flags.watch) {
         const resp = await this.fetch(flags, shards);
@@ -112,24 +113,60 @@ With --watch the listing is printed again whenever it changes, until interrupted
     return shards.list(flags.selector, opts);
   }
 
+  /** The lag and backlog age of each shard of `ids`, a few shards at a time. */
+  private async lags(ids: string[], shards: ShardClient, journals: JournalClient, signal?: AbortSignal): Promise<Map<string, JournalLag[]>> {
+    const lags = await mapLimit(ids, LAG_CONCURRENCY, (id) => shardLag(shards, journals, id, { signal, age: true }));
+    return new Map(ids.map((id, i) => [id, lags[i]!]));
+  }
+
   /** The listing as the output shows it: text, or (YAML) its UTF-8 bytes, written as they are. */
   private async render(resp: ListResponse | ShardSummaryList, flags: ListOptions, shards: ShardClient, journals: JournalClient | undefined, signal?: AbortSignal): Promise<string | Uint8Array> {
     if (flags.format !== 'table') {
       const full = resp as ListResponse;
-      if (flags.format === 'json') return shardListResponseToJson(full);
+      if (flags.format === 'json') {
+        const text = shardListResponseToJson(full);
+        return journals ? withLag(text, await this.lags(full.shards.map((sh) => sh.spec!.id), shards, journals, signal)) : text;
+      }
       return encodeShardSetBytes(shardSetFromListing(full.shards));
     }
     let lag: Map<string, string> | undefined;
     let age: Map<string, string> | undefined;
     if (journals) {
       const ids = resp.shards.map((s) => s.spec!.id);
-      const lags = await mapLimit(ids, LAG_CONCURRENCY, (id) => shardLag(shards, journals, id, { signal, age: true }));
+      const lags = await this.lags(ids, shards, journals, signal);
       const now = Date.now();
-      lag = new Map(ids.map((id, i) => [id, lags[i]!.map((l) => `${l.journal}:${l.lag}`).join(', ')]));
-      age = new Map(ids.map((id, i) => [id, lags[i]!.map((l) => `${l.journal}:${formatBacklogAge(l.oldest!, now, formatGoDuration)}`).join(', ')]));
+      lag = new Map(ids.map((id) => [id, lags.get(id)!.map((l) => `${l.journal}:${l.lag}`).join(', ')]));
+      age = new Map(ids.map((id) => [id, lags.get(id)!.map((l) => `${l.journal}:${formatBacklogAge(l.oldest!, now, formatGoDuration)}`).join(', ')]));
     }
     return renderShardTable(resp, { rf: flags.rf, primary: flags.primary, replicas: flags.replicas, labels: flags['label-columns'], lag, age });
   }
+}
+
+/**
+ * The List response's proto3 JSON with each shard's lag added (`--lag -o json`, ours): under
+ * "lag", per source, {"journal","read_through","write_head","lag","backlog_age_seconds",
+ * "backlog_age_bound"}; offsets as strings as elsewhere in the document; the age in whole
+ * seconds and its bound "exact" (the message UUID), "at-least" (the fragment's mod time), or
+ * both null when unknown; 0 and "exact" when nothing is unread.
+ */
+function withLag(text: string, lags: ReadonlyMap<string, JournalLag[]>): string {
+  const doc = JSON.parse(text) as { shards?: { spec?: { id?: string }; lag?: unknown }[] };
+  const now = Date.now();
+  for (const sh of doc.shards ?? []) {
+    sh.lag = (lags.get(sh.spec?.id ?? '') ?? []).map((l) => {
+      const o = l.oldest;
+      const known = o !== undefined && o.kind !== 'unknown';
+      return {
+        journal: l.journal,
+        read_through: l.readThrough.toString(),
+        write_head: l.writeHead.toString(),
+        lag: l.lag.toString(),
+        backlog_age_seconds: !known ? null : o.kind === 'none' ? 0 : Math.max(0, Math.floor((now - o.atMs) / 1000)),
+        backlog_age_bound: !known ? null : o.kind === 'persisted-by' ? 'at-least' : 'exact',
+      };
+    });
+  }
+  return JSON.stringify(doc);
 }
 
 /** What a watched listing is compared by: each shard's spec, revisions, route and statuses. */
