@@ -1,5 +1,6 @@
 // Base classes for gazctl commands: the shared `journals` / `shards` option groups, their
-// resolution with upstream's precedence (command line > gazctl.ini > environment > default),
+// resolution with upstream's precedence (command line > gazctl.ini > environment > default, a
+// context in effect ranking between the command line and gazctl.ini: src/cli/contexts.ts),
 // logging, and one-line error reporting with trustworthy exit codes (src/cli/exit.ts).
 import { Command, Flags } from '@oclif/core';
 import { activeContext, type ActiveContext } from './contexts.js';
