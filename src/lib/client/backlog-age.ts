@@ -5,7 +5,8 @@
 // messages carry a v1 UUID whose clock is the producer's wall time at publishing, so the message
 // at that offset says when it was published. Gazette's Go applications keep the UUID in a JSON
 // field named `UUID` (no json tag; encoding/json matches keys case-insensitively), which is what
-// is read here from an NDJSON line. When the message has no usable UUID (another framing, a line
+// is read here from an NDJSON line; Gazette's CSV framing keeps it in the first column (as
+// `gazctl attach-uuids` writes it). When the message has no usable UUID (another framing, a line
 // without one, a zero clock), the fragment holding the offset gives a bound instead: its content
 // was written before the fragment was persisted, so the message is at least as old as the
 // fragment's store modification time. A fragment still being written (not persisted) gives none.
@@ -76,16 +77,21 @@ export async function oldestUnread(
   return { kind: 'unknown', why: line === undefined ? 'no complete message read' : 'the message has no UUID and its fragment is not persisted yet' };
 }
 
-/** The publish time (unix ms) of an NDJSON message line from its `UUID` field, if it has a v1 UUID with a clock. */
+/**
+ * The publish time (unix ms) of a message line, if it carries a v1 UUID with a clock: the `UUID`
+ * field of an NDJSON document, else the first field of a CSV record.
+ */
 export function publishedAtMs(line: Buffer | string): number | undefined {
-  let doc: unknown;
+  const text = (typeof line === 'string' ? line : line.toString('utf8')).replace(/\r$/, '');
+  let v: unknown;
   try {
-    doc = JSON.parse(typeof line === 'string' ? line : line.toString('utf8'));
+    const doc: unknown = JSON.parse(text);
+    if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) return undefined;
+    v = goJsonField(doc as Record<string, unknown>, 'UUID');
   } catch {
-    return undefined;
+    // Not JSON: a CSV record's first field (quoted or not).
+    v = text.startsWith('"') ? text.slice(1, Math.max(1, text.indexOf('"', 1))) : text.split(',', 1)[0];
   }
-  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) return undefined;
-  const v = goJsonField(doc as Record<string, unknown>, 'UUID');
   if (typeof v !== 'string') return undefined;
   let uuid: Uint8Array;
   try {

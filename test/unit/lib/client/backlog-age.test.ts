@@ -30,13 +30,16 @@ function fakeJournals(chunks: Buffer[], modTime: bigint, seen: { offset?: bigint
 }
 
 describe('backlog age', () => {
-  it('publishedAtMs: the UUID field of an NDJSON message, as Go decodes it; nothing for other lines', () => {
+  it('publishedAtMs: the UUID field of an NDJSON message, as Go decodes it, or the first CSV field; nothing for other lines', () => {
     assert.equal(publishedAtMs(JSON.stringify({ UUID: uuidAt(T), key: 'a' })), T);
     assert.equal(publishedAtMs(JSON.stringify({ uuid: uuidAt(T + 1500) })), T + 1500, 'keys match case-insensitively');
     assert.equal(publishedAtMs('{"key":"a","value":1}'), undefined, 'no UUID');
     assert.equal(publishedAtMs(JSON.stringify({ UUID: '00000000-0000-0000-0000-000000000000' })), undefined, 'zero clock');
     assert.equal(publishedAtMs(JSON.stringify({ UUID: '9b2f3c1e-5a4d-4c3b-8a2f-1e0d9c8b7a6f' })), undefined, 'a version 4 UUID has no clock');
     assert.equal(publishedAtMs('a,b,c'), undefined);
+    // CSV framing: the UUID is the first field (as attach-uuids writes it), quoted or not.
+    assert.equal(publishedAtMs(`${uuidAt(T + 2000)},a,b\r`), T + 2000);
+    assert.equal(publishedAtMs(`"${uuidAt(T + 3000)}",a`), T + 3000);
     assert.equal(publishedAtMs(Buffer.from([0x0a, 0x03, 0xff])), undefined);
   });
 
