@@ -29,6 +29,7 @@ import { journalService } from './service.js';
 import { flushService } from './flush.js';
 import { ClusterView } from './view.js';
 import { buildSecurity, serviceEndpoint, type Security } from '../security.js';
+import { warnUnresolvableEtcd } from '../etcd-names.js';
 
 export async function serve(config: ServeConfig, security: Security = buildSecurity('broker', { certFile: '', keyFile: '', caFile: '' }, { certFile: '', keyFile: '', caFile: '' }, '')): Promise<number> {
   const log = new Logger(config.logLevel, config.logFormat);
@@ -37,6 +38,7 @@ export async function serve(config: ServeConfig, security: Security = buildSecur
   const host = config.host || hostname();
 
   const ks = new Keyspace({ endpoints: config.etcdAddress.split(',').map((s) => s.trim()), debug: (msg, f) => log.debug(msg, f) });
+  void warnUnresolvableEtcd(config.etcdAddress.split(',').map((s) => s.trim()), log);
   const view = new ClusterView(ks, config.etcdPrefix, log, config.watchDelayMs);
   const metrics = new Metrics();
   const stores = new Map<string, FragmentStore>();

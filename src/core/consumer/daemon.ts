@@ -30,6 +30,7 @@ import { Replica, type ReplicaHost } from './replica.js';
 import { shardService } from './service.js';
 import { ShardView, type ShardEntry } from './view.js';
 import { buildSecurity, serviceEndpoint, type Security } from '../security.js';
+import { warnUnresolvableEtcd } from '../etcd-names.js';
 
 /** Upstream's ReplicaStatus.Reduce: the higher code wins, errors accumulate. */
 export function reduceStatus(next: ReplicaStatus, existing: ReplicaStatus): ReplicaStatus {
@@ -60,6 +61,7 @@ export async function serveConsumer(config: ConsumerConfig & { etcdPrefix: strin
   const prefix = config.etcdPrefix;
 
   const ks = new Keyspace({ endpoints: config.etcdAddress.split(',').map((s) => s.trim()), debug: (msg, f) => log.debug(msg, f) });
+  void warnUnresolvableEtcd(config.etcdAddress.split(',').map((s) => s.trim()), log);
   const view = new ShardView(ks, prefix, log, config.watchDelayMs);
   const metrics = new ConsumerMetrics();
   const security = opts.security ?? consumerSecurity(config);
