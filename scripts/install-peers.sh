@@ -92,6 +92,19 @@ if [ ! -x "$BIN/versitygw" ] || [ "$(cat "$BIN/.versitygw-version" 2>/dev/null)"
   echo "$VERSITYGW_VERSION" > "$BIN/.versitygw-version"
 fi
 
+# toxiproxy, a TCP proxy whose links can be cut on demand through its HTTP API: the net-split
+# tests (test/integration/net-splits.test.ts, docs/net-splits.md) put one between each broker
+# and etcd and in front of each broker's advertised endpoint. Its server is the module's
+# cmd/server package, built as toxiproxy-server.
+TOXIPROXY_VERSION=v2.5.0
+if [ ! -x "$BIN/toxiproxy-server" ] || [ "$(cat "$BIN/.toxiproxy-version" 2>/dev/null)" != "$TOXIPROXY_VERSION" ]; then
+  echo "building toxiproxy $TOXIPROXY_VERSION ..." >&2
+  build_module "$PEERS_DIR/src-toxiproxy" github.com/Shopify/toxiproxy/v2 "$TOXIPROXY_VERSION" \
+    github.com/Shopify/toxiproxy/v2/cmd/server
+  mv "$BIN/server" "$BIN/toxiproxy-server"
+  echo "$TOXIPROXY_VERSION" > "$BIN/.toxiproxy-version"
+fi
+
 # The first line of etcd's version, without a pipe: under pipefail, `etcd --version | head -1`
 # fails the script (exit 141) whenever head has exited before etcd writes its later lines.
 etcd_version=$("$BIN/etcd" --version)

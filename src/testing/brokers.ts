@@ -28,6 +28,11 @@ export interface BrokerStartOptions {
   env?: Record<string, string>;
   /** `https` when the broker serves TLS (its endpoint is then `https://127.0.0.1:<port>`). */
   scheme?: 'http' | 'https';
+  /**
+   * Endpoint to advertise instead of `http://127.0.0.1:<port>` (`--broker.advertise`, our broker
+   * only), e.g. a proxy in front of it: what other brokers and routed clients dial.
+   */
+  advertise?: string;
 }
 
 export interface BrokerProcess {
@@ -105,6 +110,7 @@ function serveArgs(o: BrokerStartOptions): string[] {
     `--etcd.prefix=${o.etcdPrefix}`,
     `--etcd.lease=${GO_BROKER_LEASE}`,
     '--log.level=info',
+    ...(o.advertise ? [`--broker.advertise=${o.advertise}`] : []),
     ...(o.extraArgs ?? []),
   ];
 }
@@ -120,6 +126,7 @@ function serveEnv(o: BrokerStartOptions): NodeJS.ProcessEnv {
 export const goBroker: BrokerImpl = {
   name: 'go',
   async start(o: BrokerStartOptions): Promise<BrokerProcess> {
+    if (o.advertise) throw new Error('the Go broker cannot advertise another endpoint than its own (--broker.advertise is ours)');
     const bin = peerBinary('gazette');
     await mkdir(o.logDir, { recursive: true });
     await mkdir(o.fileRoot, { recursive: true });

@@ -81,6 +81,14 @@ export interface StartClusterOptions {
   tls?: { certFile: string; keyFile: string; caFile: string };
   /** `--broker.auth-keys` of every broker; the harness's own calls are signed with the first key. */
   authKeys?: string;
+  /**
+   * Other endpoints for broker `i`, asked for just before it first starts, given its direct etcd
+   * endpoint and its own listening endpoint: `etcd` becomes its `--etcd.address`, `advertise`
+   * the endpoint it advertises (our brokers only). E.g. links of a fault-injecting proxy
+   * (`startToxiproxy`), so that a test can cut one broker from etcd or from its peers. The
+   * cluster's own checks (`waitReady`, `brokerAddress`) keep using the direct endpoints.
+   */
+  brokerLinks?: (i: number, direct: { etcd: string; broker: string }) => Promise<{ etcd?: string; advertise?: string }>;
 }
 
 export interface StopBrokerOptions {
@@ -319,19 +327,23 @@ export async function startCluster(o: StartClusterOptions = {}): Promise<Cluster
   ];
   if (o.tls || o.authKeys) cluster.clientSecurity = { ...(o.tls ? { caFile: o.tls.caFile } : {}), ...(o.authKeys ? { authKeys: o.authKeys } : {}) };
   try {
-    const launch = (i: number) =>
-      cluster.launch(i, {
+    const launch = async (i: number) => {
+      const port = ports[2 + i]!;
+      const links = o.brokerLinks ? await o.brokerLinks(i, { etcd: etcd.endpoint, broker: `${o.tls ? 'https' : 'http'}://127.0.0.1:${port}` }) : {};
+      await cluster.launch(i, {
         id: `broker-${i}`,
         zone,
-        port: ports[2 + i]!,
-        etcdEndpoint: etcd.endpoint,
+        port,
+        etcdEndpoint: links.etcd ?? etcd.endpoint,
         etcdPrefix,
         fileRoot,
         logDir,
         extraArgs: [...secArgs, ...(o.brokerArgs ?? [])],
         env: o.brokerEnv,
         ...(o.tls ? { scheme: 'https' as const } : {}),
+        advertise: links.advertise,
       });
+    };
     if (o.ordered) {
       for (let i = 0; i < n; i++) {
         await launch(i);

@@ -257,6 +257,11 @@ export interface StartConsumersOptions {
   /** Extra arguments and environment of every consumer. */
   extraArgs?: string[];
   env?: Record<string, string>;
+  /**
+   * `--broker.address` of every consumer (default: the cluster's `brokerAddress`), e.g. a link of
+   * a fault-injecting proxy in front of a broker.
+   */
+  brokerAddress?: string;
   /** How long start-up may take before failing (default 60 s). */
   readyTimeoutMs?: number;
   /**
@@ -465,7 +470,7 @@ export async function startConsumers(cluster: Cluster, o: StartConsumersOptions 
           port,
           etcdEndpoint: cluster.etcd.endpoint,
           etcdPrefix: group.etcdPrefix,
-          brokerAddress: cluster.brokerAddress,
+          brokerAddress: o.brokerAddress ?? cluster.brokerAddress,
           logDir: join(cluster.tempDir, 'logs'),
           dataDir: join(cluster.tempDir, 'consumers', `${o.idPrefix ?? 'consumer'}-${i}`),
           extraArgs: [...secArgs, ...(o.extraArgs ?? [])],

@@ -13,3 +13,4 @@ export * from './gazctl-go.js';
 export * from './stubs.js';
 export * from './s3.js';
 export * from './certs.js';
+export * from './toxiproxy.js';

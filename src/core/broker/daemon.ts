@@ -62,7 +62,8 @@ export async function serve(config: ServeConfig, security: Security = buildSecur
     log,
     ...(security.serverTls ? { tls: security.serverTls } : {}),
   });
-  const endpoint = serviceEndpoint(host, server.port, security.serverTls !== undefined);
+  // --broker.advertise: the endpoint others dial may be a proxy's in front of our listener.
+  const endpoint = config.advertise || serviceEndpoint(host, server.port, security.serverTls !== undefined);
   b.member = new Membership(ks, config.etcdPrefix, id, endpoint, config.limit, config.etcdLeaseSeconds, log, encodeBrokerSpec);
   b.resolver = new Resolver(view, b.member, id);
 

@@ -24,6 +24,8 @@ export interface ServeConfig {
   maxReplication: number;
   minAppendRate: number;
   watchDelayMs: number;
+  /** Endpoint advertised in the member key instead of http(s)://<host>:<port> ('' when not set). */
+  advertise: string;
   etcdAddress: string;
   etcdLeaseSeconds: number;
   etcdPrefix: string;
@@ -70,6 +72,7 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
   { name: 'broker.file-only', env: 'BROKER_FILE_ONLY', kind: 'bool', def: 'false', help: 'Use the local file:// store for all journal fragments, ignoring cloud bucket storage configuration' },
   { name: 'broker.max-append-rate', env: 'BROKER_MAX_APPEND_RATE', kind: 'int', def: '0', help: 'Max rate (in bytes-per-sec) that any one journal may be appended to. If zero, there is no max rate' },
   { name: 'broker.max-replication', env: 'BROKER_MAX_REPLICATION', kind: 'int', def: '9', help: 'Maximum effective replication of any one journal, which upper-bounds its stated replication' },
+  { name: 'broker.advertise', env: 'BROKER_ADVERTISE', kind: 'string', def: '', help: 'Endpoint other processes dial to reach this broker, advertised instead of http(s)://<broker.host>:<broker.port>, e.g. a proxy in front of it (not an upstream flag)' },
   { name: 'broker.min-append-rate', env: 'BROKER_MIN_APPEND_RATE', kind: 'int', def: '65536', help: 'Min rate (in bytes-per-sec) at which a client may stream Append RPC content' },
   { name: 'broker.watch-delay', env: 'BROKER_WATCH_DELAY', kind: 'duration', def: '30ms', help: 'Delay applied to the application of watched Etcd events' },
   { name: 'broker.auth-keys', env: 'BROKER_AUTH_KEYS', kind: 'string', def: '', help: 'Whitespace or comma separated, base64-encoded keys used to sign (first key) and verify (all keys) Authorization tokens' },
@@ -170,6 +173,7 @@ export function parseServeArgs(args: readonly string[], env: NodeJS.ProcessEnv):
     maxReplication: nonNeg('broker.max-replication'),
     minAppendRate: nonNeg('broker.min-append-rate'),
     watchDelayMs: Number(parseDurationNs('broker.watch-delay', raw('broker.watch-delay')) / 1_000_000n),
+    advertise: advertiseEndpoint(raw('broker.advertise')),
     etcdAddress: raw('etcd.address'),
     etcdLeaseSeconds: Math.max(1, Math.round(leaseMs / 1000)),
     etcdPrefix: prefix,
@@ -184,4 +188,10 @@ export function parseServeArgs(args: readonly string[], env: NodeJS.ProcessEnv):
     peerCAFile: raw('broker.peer-ca-file'),
     authKeys: raw('broker.auth-keys'),
   };
+}
+
+/** `--broker.advertise`: empty, or an http(s)://host:port endpoint (no path). */
+function advertiseEndpoint(v: string): string {
+  if (v === '' || /^https?:\/\/(\[[0-9a-fA-F:.]+\]|[^/:?#@\s\[\]]+):\d{1,5}$/.test(v)) return v;
+  throw new UsageError(`invalid value ${JSON.stringify(v)} for --broker.advertise: not an endpoint URL (http://host:port or https://host:port)`);
 }

@@ -77,3 +77,13 @@ test('TLS and auth-key options are taken, from flags or the environment (securit
   assert.equal(c.peerCertFile, '');
   assert.equal(c.authKeys, 'a2V5,AA==');
 });
+
+test('--broker.advertise: the endpoint put in the member key, an http(s)://host:port URL', () => {
+  assert.equal(parseServeArgs([], {}).advertise, '');
+  assert.equal(parseServeArgs(['--broker.advertise=http://127.0.0.1:9000'], {}).advertise, 'http://127.0.0.1:9000');
+  assert.equal(parseServeArgs([], { BROKER_ADVERTISE: 'http://proxy.example:80' }).advertise, 'http://proxy.example:80');
+  assert.equal(parseServeArgs(['--broker.advertise', 'https://[::1]:443'], {}).advertise, 'https://[::1]:443');
+  for (const bad of ['127.0.0.1:9000', 'grpc://x:1', 'http://x', 'http://x:1/path', 'http://x:1/']) {
+    assert.throws(() => parseServeArgs([`--broker.advertise=${bad}`], {}), (e: unknown) => e instanceof UsageError && /--broker\.advertise/.test(e.message), bad);
+  }
+});
