@@ -12,6 +12,7 @@ import { ReplicaStatus_Code } from '../lib/protocol/gen/consumer/protocol.js';
 import { formatGoDuration } from '../lib/protocol/duration.js';
 import type { EtcdMemberStatus } from '../lib/keyspace/status.js';
 import { TransportError } from '../lib/protocol/errors.js';
+import { setMaxListeners } from 'node:events';
 
 /** The RPCs and checks health runs; each must stop soon after its signal aborts. */
 export interface HealthProbes {
@@ -32,6 +33,14 @@ export interface HealthProbes {
   etcdStatus(endpoint: string, signal: AbortSignal): Promise<EtcdMemberStatus>;
   /** Why the brokers cannot use `store`, or undefined when they can. */
   storeHealth(store: string, signal: AbortSignal): Promise<string | undefined>;
+  /**
+   * A shard's read-through offsets (Stat at its primary), once it has read through `readThrough`
+   * (empty: at once). With {@link HealthProbes.writeHead}, serving primaries are checked for
+   * progress; without them (unit tests of other checks) they are not.
+   */
+  statShard?(id: string, readThrough: Record<string, bigint>, signal: AbortSignal): Promise<Record<string, bigint>>;
+  /** A journal's write head (a metadata-only Read through the configured broker). */
+  writeHead?(journal: string, signal: AbortSignal): Promise<bigint>;
 }
 
 export type Component = 'broker' | 'journals' | 'consumer' | 'shards' | 'shard' | 'etcd' | 'store';
@@ -212,6 +221,9 @@ export function etcdChecks(results: readonly { endpoint: string; status?: EtcdMe
  * service's failure: every failure is a problem line. `signal` abandons the round (Ctrl-C).
  */
 export async function checkHealth(p: HealthProbes, deadline: number, signal?: AbortSignal): Promise<HealthReport> {
+  // Every probe in flight listens on `signal` (removed when it settles): one per shard and
+  // member, more than EventTarget's default of 10 before it warns.
+  if (signal) setMaxListeners(0, signal);
   const started = Date.now();
   const budget = () => Math.max(0, deadline - started);
   const checks: HealthCheck[] = [];
@@ -273,8 +285,8 @@ export async function checkHealth(p: HealthProbes, deadline: number, signal?: Ab
     const members = routeEndpoints(shards.map((s) => s.route));
     counts.consumers = members.size + (members.has(p.consumerAddress) ? 0 : 1);
     members.delete(p.consumerAddress);
-    await Promise.all(
-      [...members].map(async ([ep, id]) => {
+    await Promise.all([
+      ...[...members].map(async ([ep, id]) => {
         try {
           await bounded(deadline, signal, (s) => p.pingConsumer(ep, s));
           checks.push({ component: 'consumer', subject: `${id} (${ep})`, state: 'ok', detail: 'answered List' });
@@ -282,7 +294,69 @@ export async function checkHealth(p: HealthProbes, deadline: number, signal?: Ab
           checks.push({ component: 'consumer', subject: `${id} (${ep})`, state: 'problem', detail: failure(err, budget(), 'List', ep) });
         }
       }),
+      progress(shards),
+    ]);
+  };
+
+  // A serving primary cut off from its brokers still answers List and still shows PRIMARY (its
+  // etcd lease is fine): what gives it away is that it reads nothing more. So each serving
+  // primary with unread input (a source's write head beyond what the shard has read through)
+  // must read through at least one more record of it before the deadline (a Stat with
+  // read_through); one that is caught up has nothing to prove.
+  const progress = async (shards: readonly ListResponse_Shard[]) => {
+    if (!p.statShard || !p.writeHead) return;
+    const statShard = p.statShard.bind(p);
+    const writeHead = p.writeHead.bind(p);
+    const heads = new Map<string, Promise<bigint>>();
+    const headOf = (j: string) => {
+      let h = heads.get(j);
+      if (!h) heads.set(j, (h = bounded(deadline, signal, (s) => writeHead(j, s))));
+      return h;
+    };
+    const serving = shards.filter((s) => !s.spec?.disable && (s.route?.primary ?? -1) >= 0 && s.status[s.route!.primary]?.code === ReplicaStatus_Code.PRIMARY);
+    const stalled: HealthCheck[] = [];
+    let behind = 0;
+    await Promise.all(
+      serving.map(async (s) => {
+        const id = s.spec!.id;
+        const m = s.route!.members[s.route!.primary];
+        const on = m ? ` (primary ${m.zone}/${m.suffix})` : '';
+        const sources = [...new Set((s.spec?.sources ?? []).map((src) => src.journal))];
+        let at: Record<string, bigint>;
+        let hs: bigint[];
+        try {
+          [at, hs] = await Promise.all([bounded(deadline, signal, (sg) => statShard(id, {}, sg)), Promise.all(sources.map(headOf))]);
+        } catch (err) {
+          stalled.push({ component: 'shard', subject: id, state: 'problem', detail: `${failure(err, budget(), 'Stat or write heads')}${on}` });
+          return;
+        }
+        const want: Record<string, bigint> = {};
+        const lag: string[] = [];
+        sources.forEach((j, i) => {
+          const r = at[j] ?? 0n;
+          if (hs[i]! > r) {
+            want[j] = r + 1n;
+            lag.push(`${j} read through ${r} of ${hs[i]}`);
+          }
+        });
+        if (lag.length === 0) return;
+        behind++;
+        try {
+          await bounded(deadline, signal, (sg) => statShard(id, want, sg));
+        } catch (err) {
+          const what = err instanceof Timeout ? `made no progress within ${formatGoDuration(BigInt(Math.max(1, Math.round(budget()))) * 1_000_000n)}` : failure(err, budget(), 'Stat');
+          stalled.push({ component: 'shard', subject: id, state: 'problem', detail: `${what}${on}: ${someNames(lag)}` });
+        }
+      }),
     );
+    stalled.sort((a, b) => (a.subject < b.subject ? -1 : a.subject > b.subject ? 1 : 0));
+    checks.push(...stalled.slice(0, FAILED_SHARDS_SHOWN));
+    if (stalled.length > FAILED_SHARDS_SHOWN) {
+      checks.push({ component: 'shards', subject: '', state: 'problem', detail: `${stalled.length - FAILED_SHARDS_SHOWN} more serving primaries making no progress` });
+    }
+    if (!stalled.length && serving.length) {
+      checks.push({ component: 'shards', subject: '', state: 'ok', detail: `${serving.length} serving primaries: ${behind} with unread input made progress, ${serving.length - behind} caught up` });
+    }
   };
 
   const etcd = async () => {

@@ -268,6 +268,19 @@ class ClientProbes implements HealthProbes {
     return etcdMemberStatus(endpoint, this.broker.timeoutMs > 0 ? this.broker.timeoutMs : DEFAULT_TIMEOUT_MS, signal);
   }
 
+  async statShard(id: string, readThrough: Record<string, bigint>, signal: AbortSignal) {
+    // No retries: a shard that does not read through in time is the finding.
+    return (await this.shards(this.consumer!.address).stat(id, { readThrough, signal, retry: { maxAttempts: 1 } })).read_through;
+  }
+
+  async writeHead(journal: string, signal: AbortSignal) {
+    const r = this.journals(this.broker.address).read({ journal, offset: 0n, metadata_only: true, block: false }, { directReads: false, signal });
+    for await (const _ of r) {
+      // metadata only: the write head is on the reader once the response arrived
+    }
+    return r.writeHead;
+  }
+
   async storeHealth(store: string, signal: AbortSignal) {
     const res = await this.journals(this.broker.address).fragmentStoreHealth(store, undefined, this.call(signal));
     return res.status === Status.OK ? undefined : res.store_health_error || 'no reason given';

@@ -258,10 +258,10 @@ export interface StartConsumersOptions {
   extraArgs?: string[];
   env?: Record<string, string>;
   /**
-   * `--broker.address` of every consumer (default: the cluster's `brokerAddress`), e.g. a link of
-   * a fault-injecting proxy in front of a broker.
+   * `--broker.address` of every consumer, or of consumer `i` (default: the cluster's
+   * `brokerAddress`), e.g. a link of a fault-injecting proxy in front of a broker.
    */
-  brokerAddress?: string;
+  brokerAddress?: string | ((i: number) => string);
   /** How long start-up may take before failing (default 60 s). */
   readyTimeoutMs?: number;
   /**
@@ -470,7 +470,7 @@ export async function startConsumers(cluster: Cluster, o: StartConsumersOptions 
           port,
           etcdEndpoint: cluster.etcd.endpoint,
           etcdPrefix: group.etcdPrefix,
-          brokerAddress: o.brokerAddress ?? cluster.brokerAddress,
+          brokerAddress: typeof o.brokerAddress === 'function' ? o.brokerAddress(i) : (o.brokerAddress ?? cluster.brokerAddress),
           logDir: join(cluster.tempDir, 'logs'),
           dataDir: join(cluster.tempDir, 'consumers', `${o.idPrefix ?? 'consumer'}-${i}`),
           extraArgs: [...secArgs, ...(o.extraArgs ?? [])],

@@ -195,6 +195,33 @@ describe('health report', () => {
     assert.equal(summaryLine(ok), 'healthy: 2 brokers, 2 journals, 1 store, 1 consumer, 1 shard, etcd not checked');
   });
 
+  it('consumers: a serving primary with unread input must read through one more record before the deadline', async () => {
+    const src = (id: string, journals: string[]) => ({ ...shard(id, [C1], [ReplicaStatus_Code.PRIMARY]), spec: { id, disable: false, sources: journals.map((journal) => ({ journal })) } as never });
+    const stats: string[] = [];
+    const p = probes({
+      consumerAddress: C1,
+      listShards: async () => [src('s-stuck', ['in/a']), src('s-busy', ['in/b']), src('s-idle', ['in/c']), shard('s-standby', [C1], [ReplicaStatus_Code.STANDBY])],
+      writeHead: async (j) => ({ 'in/a': 20n, 'in/b': 50n, 'in/c': 7n })[j]!,
+      statShard: async (id, readThrough, signal) => {
+        stats.push(`${id} ${JSON.stringify(Object.fromEntries(Object.entries(readThrough).map(([k, v]) => [k, Number(v)])))}`);
+        if (id === 's-stuck' && Object.keys(readThrough).length) return never(signal);
+        const at: Record<string, Record<string, bigint>> = { 's-stuck': { 'in/a': 10n }, 's-busy': { 'in/b': 40n }, 's-idle': { 'in/c': 7n } };
+        return at[id]!;
+      },
+    });
+    const r = await checkHealth(p, Date.now() + 300);
+    assert.equal(r.healthy, false);
+    const problems = r.checks.filter((c) => c.state === 'problem').map(checkLine);
+    assert.equal(problems.length, 2, problems.join('\n')); // s-stuck; s-standby has no serving primary
+    assert.match(problems.find((l) => l.startsWith('shard s-stuck'))!, /^shard s-stuck: made no progress within \d+ms \(primary z\/c1\): in\/a read through 10 of 20$/);
+    // Caught up (s-idle): one Stat; behind (s-busy, s-stuck): a second one for one record more.
+    assert.deepEqual(stats.sort(), ['s-busy {"in/b":41}', 's-busy {}', 's-idle {}', 's-stuck {"in/a":11}', 's-stuck {}']);
+
+    const ok = await checkHealth(probes({ ...p, listShards: async () => [src('s-busy', ['in/b']), src('s-idle', ['in/c'])] }), soon());
+    assert.equal(ok.healthy, true, renderText(ok, true));
+    assert.ok(ok.checks.some((c) => checkLine(c) === 'shards: 2 serving primaries: 1 with unread input made progress, 1 caught up'), renderText(ok, true));
+  });
+
   it('etcd: a member without a leader or with an alarm is a problem; healthy members count', async () => {
     const status = (ep: string, s: Partial<EtcdMemberStatus>): EtcdMemberStatus => ({ endpoint: ep, memberId: '1', leader: '1', version: '3.6.5', raftTerm: 1n, errors: [], isLearner: false, ...s });
     const r = await checkHealth(
