@@ -75,7 +75,7 @@ export default class Health extends GazctlCommand {
 Checked, each problem one line naming the component:
   brokers    the broker at --broker.address answers a List of the selected journals, and so does every broker in their routes; journals without a primary, or with fewer brokers than their replication (suspended journals excepted), are counted and a few named;
   stores     the fragment stores of those journals (each once) are checked by the broker, as "journals store-health" does;
-  consumers  when a consumer address is configured (--consumer.address, CONSUMER_ADDRESS, gazctl.ini [shards]), it answers a List of the selected shards, and so does every consumer in their routes; FAILED shards (with their errors) and enabled shards without a serving primary (none assigned, or one still recovering) are problems;
+  consumers  when a consumer address is configured (--consumer.address, CONSUMER_ADDRESS, gazctl.ini [shards]), it answers a List of the selected shards, and so does every consumer in their routes; FAILED shards (with their errors), enabled shards without a serving primary (none assigned, or one still recovering), and serving primaries with unread input that read no further record before the deadline are problems;
   etcd       with --etcd.address (or ETCD_ADDRESS, gazctl.ini [etcd] Address), each member answers its status, and knows a leader; without it etcd is not checked, which is said (-v, -o json) and is no problem.
 
 The output lists the problems first, then one summary line ("healthy: ..." or "unhealthy: N problems"). -v adds the checks that passed; -o json prints one document with every check.
