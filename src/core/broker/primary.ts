@@ -50,10 +50,22 @@ export async function ensurePipeline(b: Broker, replica: Replica, res: Local): P
           }
         }
         // Start every spool afresh at the furthest offset any of them reached.
+        const ours = replica.spool.fragment.end;
         const roll = rollTo(replica, maxEnd);
         replica.spool.applyProposal(roll, registers);
         const again = await p.propose(roll, registers);
         if (!allOk(again)) throw new PipelineError(`replicas did not accept the resynchronised spool at ${maxEnd}`);
+        if (maxEnd > ours) {
+          // A replica had committed [ours, maxEnd) and we had not: an append whose commit reached
+          // it but whose pipeline failed here (a replica cut off for longer than the proposal
+          // timeout). Those bytes are in their spools, persisted now that they rolled, and in no
+          // fragment we know of: readers here block at `ours` until we list the stores. Do that
+          // now instead of at the next refresh interval.
+          b.log.info('rolled forward over content only the replicas committed; listing the stores for it', { journal: replica.name, from: ours.toString(), to: maxEnd.toString() });
+          void replica.refreshUntilCovered(ours).then((ok) => {
+            if (!ok) b.log.warn('content the replicas committed is not in the stores yet; readers wait for the next refresh', { journal: replica.name, from: ours.toString(), to: maxEnd.toString() });
+          });
+        }
       }
     }
   } catch (e) {

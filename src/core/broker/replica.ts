@@ -233,6 +233,25 @@ export class Replica {
     return this.refreshing;
   }
 
+  /**
+   * List the stores (at most once a second, as {@link refreshSoon}) until the index covers
+   * `offset`, for up to `forMs`. For a primary that rolled forward over content only its replicas
+   * had committed (see ensurePipeline): that content is readable here once the spools they
+   * persisted are listed, and readers blocked at `offset` should not wait for the journal's
+   * refresh interval (30 s in the tests, 5 min by default) to get it.
+   */
+  async refreshUntilCovered(offset: bigint, forMs = 60_000): Promise<boolean> {
+    const deadline = Date.now() + forMs;
+    while (!this.stop.signal.aborted && Date.now() < deadline) {
+      const q = await this.index.query({ offset, block: false }).catch(() => undefined);
+      if (!q) return false;
+      if (q.status === Status.OK && q.offset === offset) return true;
+      await new Promise((r) => setTimeout(r, 1000).unref());
+      await this.refreshSoon();
+    }
+    return false;
+  }
+
   /** Whether the spool roll of `p` would be accepted by the spool (a status of applyProposal). */
   apply(p: Fragment, registers = this.spool.registers): Status {
     return this.spool.applyProposal(p, registers).status;
