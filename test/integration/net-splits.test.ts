@@ -19,7 +19,8 @@
 // recovery log takes an (empty) append. At the end: every acknowledged append is in its journal
 // exactly at its acknowledged offsets and no record is there twice, and `gazctl shards recover`
 // (Go gazctl) of every shard gives exactly the totals and offsets of its sources' content.
-// See docs/net-splits.md.
+// See docs/net-splits.md. NS_DEBUG=1 runs brokers and consumers at --log.level=debug (with
+// GAZCTL_TEST_KEEP_TEMP=1 to keep their logs).
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -105,7 +106,10 @@ class Load {
         this.failed.push({ journal, first, last: n, err: (e as Error).message.split('\n')[0]! });
         await delay(250);
       }
-      await delay(100);
+      // ~3 appends a second per source: well within what the consumers commit (one append's
+      // records per transaction here), so that reading through after a heal measures recovery,
+      // not a backlog.
+      await delay(300);
     }
   }
 
@@ -155,6 +159,7 @@ describe('net-splits heal by themselves (#29): our brokers and consumers, under 
       brokers: 3,
       impl: tsBroker,
       ordered: true, // broker 0 allocates: the first cut takes the allocator away from etcd
+      brokerArgs: process.env.NS_DEBUG ? ['--log.level=debug'] : undefined,
       brokerLinks: async (i, direct) => {
         etcdLinks[i] = await toxi!.link(`etcd-broker-${i}`, direct.etcd);
         peerLinks[i] = await toxi!.link(`broker-${i}`, direct.broker);
@@ -162,7 +167,7 @@ describe('net-splits heal by themselves (#29): our brokers and consumers, under 
       },
     });
     for (let i = 0; i < 2; i++) consumerLinks[i] = await toxi.link(`consumer-${i}-brokers`, cluster.brokers[2]!.endpoint);
-    group = await startConsumers(cluster, { count: 2, impl: tsConsumer, brokerAddress: (i) => consumerLinks[i]!.endpoint });
+    group = await startConsumers(cluster, { count: 2, impl: tsConsumer, brokerAddress: (i) => consumerLinks[i]!.endpoint, extraArgs: process.env.NS_DEBUG ? ['--log.level=debug'] : undefined });
     layout = sumAppLayout({ name: APP, shards: 4 });
     // Replication 3 on 3 brokers: every journal has every broker in its route, so each broker
     // cut touches all of them, and a broker missing shows as journals short of brokers.
@@ -189,7 +194,10 @@ describe('net-splits heal by themselves (#29): our brokers and consumers, under 
   async function checkHealed(t: TestContext, what: string, healedAt: number): Promise<void> {
     const r = await health(['--exit-when-healthy', '--timeout', '120s', '--interval', '1s'], 150_000);
     assert.equal(r.code, 0, `${what}: gazctl health --exit-when-healthy\n${describeResult(['health'], r)}`);
-    t.diagnostic(`${what}: healthy again ${((Date.now() - healedAt) / 1000).toFixed(1)} s after the heal`);
+    // One JSON document per line, printed whenever the problems changed: what was still wrong.
+    const rounds = r.stdout.toString().trim().split('\n').slice(0, -1);
+    const still = rounds.map((l) => (JSON.parse(l) as { problems: Array<{ line: string }> }).problems.map((p) => p.line).join('; '));
+    t.diagnostic(`${what}: healthy again ${((Date.now() - healedAt) / 1000).toFixed(1)} s after the heal${still.length ? `; until then: ${still.join(' | ')}` : ''}`);
 
     processes().forEach((p, i) => {
       assert.equal(p.alive?.(), true, `${what}: ${p.id} exited\n${p.describe?.()}`);
