@@ -122,7 +122,10 @@ A long-running producer (input from a pipe) can ride out slow or unavailable bro
       // An append can wait on the broker indefinitely (e.g. while its fragment store is
       // unhealthy). Say so, once, with the store's health, instead of hanging silently.
       let warned = false;
+      // Nothing waiting to be appended (a pipe that is quiet for a while) is not a stall.
+      let idle = () => false;
       watchdog = setInterval(() => {
+        if (idle()) lastProgress = Date.now();
         if (warned || Date.now() - lastProgress < stallMs) return;
         warned = true;
         void this.explainStall(client, watch, Math.round((Date.now() - lastProgress) / 1000));
@@ -174,6 +177,10 @@ A long-running producer (input from a pipe) can ride out slow or unavailable bro
           lastProgress = Date.now();
         },
       });
+      idle = () => {
+        const f = service.figures();
+        return f.memoryBytes === 0 && f.diskBytes === 0 && f.inflightBytes === 0;
+      };
       const splitter = new RecordSplitter(framing);
       const keyed = mapping !== 'random';
       let key: Buffer | undefined;
