@@ -3,7 +3,9 @@
 // Nothing is registered unless a caller makes an AppendMetrics with its registry and passes it to
 // its services (`new AppendService(client, { metrics })`, or `Publisher`'s `append.metrics`): a
 // library user is never put into prom-client's global registry. Any number of services may share
-// one AppendMetrics; gauges report their sum when scraped. There are no labels (a journal label,
+// one AppendMetrics; gauges report their sum when scraped. Services are held weakly, so one that
+// is dropped without close() (a consumer's publisher of a finished replica) stops being reported
+// once it is collected. There are no labels (a journal label,
 // as upstream's appended-bytes counter has, grows with the number of journals a producer writes).
 // docs/append-buffering.md says what to alert on.
 import { Counter, Gauge, type Registry } from 'prom-client';
@@ -15,7 +17,7 @@ export interface AppendFiguresSource {
 }
 
 export class AppendMetrics {
-  private readonly sources = new Set<AppendFiguresSource>();
+  private readonly sources = new Set<WeakRef<AppendFiguresSource>>();
   private readonly appendedBytes: Counter;
   private readonly retries: Counter;
   private readonly waitTimeouts: Counter;
@@ -39,12 +41,23 @@ export class AppendMetrics {
 
   /** Reports `source`'s figures from now on (an AppendService calls this when given the metrics). */
   track(source: AppendFiguresSource): void {
-    this.sources.add(source);
+    this.sources.add(new WeakRef(source));
   }
 
   /** Stops reporting `source` (on its close()). */
   untrack(source: AppendFiguresSource): void {
-    this.sources.delete(source);
+    for (const r of this.sources) if (r.deref() === source) this.sources.delete(r);
+  }
+
+  /** The sum of a figure over the services still alive. */
+  private sum(field: keyof AppendBufferFigures): number {
+    let sum = 0;
+    for (const r of this.sources) {
+      const s = r.deref();
+      if (s) sum += s.figures()[field];
+      else this.sources.delete(r);
+    }
+    return sum;
   }
 
   appended(bytes: number): void {
@@ -60,15 +73,13 @@ export class AppendMetrics {
   }
 
   private gauge(registry: Registry, name: string, help: string, field: keyof AppendBufferFigures): void {
-    const sources = this.sources;
+    const sum = (f: keyof AppendBufferFigures) => this.sum(f);
     new Gauge({
       name,
       help,
       registers: [registry],
       collect() {
-        let sum = 0;
-        for (const s of sources) sum += s.figures()[field];
-        this.set(sum);
+        this.set(sum(field));
       },
     });
   }
