@@ -132,6 +132,12 @@ class SpillFile {
   private written = 0;
   private gathered: Buffer[] = [];
   closed = false;
+  /**
+   * Set when a write failed: the records gathered for it are lost, so reading them fails the
+   * queue with this error (when the append reaches them), and later records of the queue are
+   * refused at once (push throws it).
+   */
+  failure?: AppendBufferError;
 
   private constructor(
     private readonly fd: number,
@@ -166,13 +172,14 @@ class SpillFile {
 
   /** Writes what was gathered (synchronously: `push` never waits, and page-cache writes are quick). */
   private flush(): void {
-    if (this.gathered.length === 0) return;
+    if (this.gathered.length === 0 || this.failure) return;
     const buf = this.gathered.length === 1 ? this.gathered[0]! : Buffer.concat(this.gathered);
     this.gathered = [];
     try {
       for (let off = 0; off < buf.length; ) off += writeSync(this.fd, buf, off, buf.length - off, this.written + off);
     } catch (err) {
-      throw new AppendBufferError(`cannot write to an append buffer file in ${this.dir}: ${(err as Error).message}`, { cause: err });
+      this.failure = new AppendBufferError(`cannot write to an append buffer file in ${this.dir}: ${(err as Error).message}`, { cause: err });
+      return;
     }
     this.written += buf.length;
   }
@@ -180,6 +187,7 @@ class SpillFile {
   /** Reads `len` bytes at `pos` (a fresh buffer: the transport may hold on to it). */
   async read(pos: number, len: number): Promise<Buffer> {
     if (pos + len > this.written) this.flush();
+    if (this.failure && pos + len > this.written) throw this.failure;
     const buf = Buffer.allocUnsafe(len);
     for (let off = 0; off < len; ) {
       const n = await new Promise<number>((resolve, reject) =>
@@ -302,6 +310,7 @@ export class AppendService {
   private spill(q: Queue, data: Buffer): void {
     const disk = this.disk!;
     let f = q.file;
+    if (f?.failure) throw f.failure;
     if (!f) {
       f = SpillFile.create(disk.dir);
       q.file = f;

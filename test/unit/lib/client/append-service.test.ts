@@ -268,3 +268,37 @@ test('a process killed while it buffers to disk leaves nothing in the directory'
   await new Promise((r) => child.once('exit', r));
   assert.deepEqual(readdirSync(dir), [], 'nothing left after the kill');
 });
+
+test('a buffer file that cannot be written (file size limit) fails its queue with one clear line, not silently', { timeout: 60_000 }, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'gazctl-abuf-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const mod = pathToFileURL(join(import.meta.dirname, '../../../../src/lib/client/append-service.js')).href;
+  // Under `ulimit -f 256` (256 KiB) a write past the limit fails with EFBIG (SIGXFSZ is ignored).
+  // The broker comes back after the pushes; the queue must then fail, naming the write error.
+  const script = `
+    process.on('SIGXFSZ', () => {});
+    import(${JSON.stringify(mod)}).then(async ({ AppendService }) => {
+      let away = true;
+      const broker = { append: () => { const a = { commitSent: false, write: async () => {}, commit: async () => { a.commitSent = true; if (away) throw Object.assign(new Error('14 UNAVAILABLE: connect ECONNREFUSED'), { code: 14, details: 'No connection established. Last error: connect ECONNREFUSED 127.0.0.1:1' }); return { status: 0 }; }, abort() {} }; return a; } };
+      const svc = new AppendService(broker, { maxBufferedBytes: 1024, lingerMs: 0, delay: () => 1, disk: { dir: ${JSON.stringify(dir)} } });
+      let refused;
+      for (let i = 0; i < 20000 && !refused; i++) {
+        try { svc.push('h/1', Buffer.from('record ' + i + ' ' + 'z'.repeat(80) + '\\n')); } catch (err) { refused = err.message; }
+      }
+      away = false;
+      const flushed = await svc.flush().then(() => 'ok', (err) => err.message);
+      console.log(JSON.stringify({ refused, flushed, figures: svc.figures() }));
+      await svc.close();
+    });
+  `;
+  const child = spawn('bash', ['-c', 'ulimit -f 256 && exec "$0" --input-type=module -e "$1"', process.execPath, script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d));
+  const code = await new Promise((r) => child.once('exit', r));
+  assert.equal(code, 0, out);
+  const r = JSON.parse(out) as { refused?: string; flushed: string; figures: { diskBytes: number; diskFiles: number } };
+  assert.match(r.refused ?? '', /^cannot write to an append buffer file in \S+: EFBIG/, 'later pushes are refused with the write error');
+  assert.equal(r.flushed, r.refused, 'the queue failed with the same error when its append reached the lost records');
+  assert.equal(r.figures.diskFiles, 0, 'the failed queue gave its file back');
+  assert.equal(r.figures.diskBytes, 0);
+});
