@@ -11,6 +11,8 @@ import { pathToFileURL } from 'node:url';
 import { Registry } from 'prom-client';
 import { AppendService, AppendWaitTimeoutError, type AppendClient } from '../../../../src/lib/client/append-service.js';
 import { AppendMetrics } from '../../../../src/lib/client/append-metrics.js';
+import { Publisher } from '../../../../src/lib/client/publisher.js';
+import { jsonEncoder } from '../../../../src/lib/message/encoder.js';
 import type { Appender } from '../../../../src/lib/client/appender.js';
 import { BrokerStatusError } from '../../../../src/lib/protocol/errors.js';
 import { AppendResponse, Status } from '../../../../src/lib/protocol/gen/broker/protocol.js';
@@ -301,4 +303,37 @@ test('a buffer file that cannot be written (file size limit) fails its queue wit
   assert.equal(r.flushed, r.refused, 'the queue failed with the same error when its append reached the lost records');
   assert.equal(r.figures.diskFiles, 0, 'the failed queue gave its file back');
   assert.equal(r.figures.diskBytes, 0);
+});
+
+test('a Publisher buffers to disk through its append options, keeps clocks in order per journal, and frees its files on close', { timeout: 60_000 }, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'gazctl-abuf-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const registry = new Registry();
+  const broker = new FakeBroker();
+  broker.away = true;
+  const pub = new Publisher(broker, { append: { maxBufferedBytes: 2048, delay: fastDelay, disk: { dir }, metrics: new AppendMetrics(registry) } });
+  const encoder = jsonEncoder<{ n: number; j: string }>((j) => ({ n: -1, j }));
+  for (let n = 0; n < 3000; n++) pub.publishCommitted((m) => m.j, encoder, { n, j: `p/${n % 3}` });
+  await until(() => broker.refused > 3);
+  assert.match(await registry.metrics(), /^gazette_append_service_disk_buffer_bytes [1-9]\d*$/m);
+  assert.ok(openFilesIn(dir).length >= 3, 'one file per journal queue at least');
+  broker.away = false;
+  await pub.flush();
+  for (let j = 0; j < 3; j++) {
+    const ns = broker
+      .content(`p/${j}`)
+      .trim()
+      .split('\n')
+      .map((l) => (JSON.parse(l) as { n: number }).n);
+    assert.deepEqual(ns, Array.from({ length: 1000 }, (_, i) => i * 3 + j), `p/${j}: each message once, in order`);
+  }
+  assert.match(await registry.metrics(), /^gazette_append_service_disk_buffer_bytes 0$/m);
+  // Closing with records still buffered frees the files and rejects their waiters.
+  broker.away = true;
+  const last = pub.publishCommitted((m) => m.j, encoder, { n: 1, j: 'p/0' });
+  for (let n = 0; n < 500; n++) pub.publishCommitted((m) => m.j, encoder, { n, j: 'p/1' });
+  await until(() => openFilesIn(dir).length > 0);
+  await pub.close();
+  await assert.rejects(last.committed, /the append service is closed/);
+  assert.deepEqual(openFilesIn(dir), []);
 });
