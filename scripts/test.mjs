@@ -27,7 +27,7 @@ function walk(dir, out) {
 /** Files of the journals suite: they start their cluster with the implementation GAZCTL_TEST_BROKER names. */
 const JOURNALS_SUITE = [
   /^integration\/journals-[^/]+\.test\.js$/,
-  /^integration\/(bad-inputs|append-stall|harness|library|failover|transport-diagnostics|health)\.test\.js$/,
+  /^integration\/(bad-inputs|append-stall|append-buffering|harness|library|failover|transport-diagnostics|health)\.test\.js$/,
   /^interop\/journals-parity\.test\.js$/,
 ];
 /**

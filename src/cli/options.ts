@@ -194,6 +194,18 @@ export function listOption(o: Common): OptionSpec<string[]> {
   return { ...o, name: '', kind: 'multiple', fallback: { value: [] }, parse: (t) => [t] };
 }
 
+/** A byte size: a whole number of bytes, or with a binary unit (`512KiB`, `64MiB`, `1GiB`; K, M, G, T alone too). */
+export function parseSizeText(text: string): number {
+  const m = /^(\d+(?:\.\d+)?)\s*(?:([KMGT])(?:i?B)?|B)?$/i.exec(text.trim());
+  const n = m ? Number(m[1]) * 1024 ** (m[2] ? 'KMGT'.indexOf(m[2].toUpperCase()) + 1 : 0) : NaN;
+  if (!Number.isFinite(n) || !Number.isSafeInteger(Math.floor(n))) throw new OptionValueError(`expected a size such as 1048576, 512KiB, 64MiB or 1GiB, got ${q(text)}`);
+  return Math.floor(n);
+}
+
+export function sizeOption(o: Common & { default: string; showDefault?: boolean }): OptionSpec<number> {
+  return { ...o, name: '', kind: 'value', helpDefault: o.showDefault ? o.default : undefined, fallback: { value: parseSizeText(o.default) }, parse: parseSizeText };
+}
+
 export function endpointOption(o: Common & { default: string }): OptionSpec<string> {
   return { ...o, name: '', kind: 'value', fallback: { value: o.default }, parse: endpointParser, endpoint: true };
 }

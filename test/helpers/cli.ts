@@ -66,6 +66,8 @@ export interface RunGazctlOptions {
   unsetEnv?: string[];
   /** Run the installed launcher, bin/gazctl (a shell script), instead of `node bin/run.js`. */
   launcher?: boolean;
+  /** spawnGazctl only: leave stdin open for the caller to write to and end (`input` is ignored). */
+  keepStdinOpen?: boolean;
 }
 
 export interface GazctlResult {
@@ -132,7 +134,7 @@ export function spawnGazctl(args: string[], opts: RunGazctlOptions = {}): Gazctl
   child.stdin!.on('error', () => {
     // EPIPE when gazctl exits before reading its input; the exit status tells the story.
   });
-  child.stdin!.end(opts.input ?? '');
+  if (!opts.keepStdinOpen) child.stdin!.end(opts.input ?? '');
   return {
     child,
     stdoutBytes: () => outBytes,

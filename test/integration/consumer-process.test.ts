@@ -82,6 +82,10 @@ describe('consumer process: membership, allocation and the Shard service', { tim
       const metrics = await (await fetch(`${c.endpoint}/metrics`)).text();
       assert.match(metrics, /^gazette_consumer_shards\{status="[A-Z]+"\} \d+$/m, `${c.id} reports its replicas by status`);
       assert.match(metrics, /^process_cpu_seconds_total /m);
+      // The shards' publishers report their append buffers (docs/append-buffering.md).
+      for (const name of ['gazette_append_bytes_total', 'gazette_append_service_memory_buffer_bytes', 'gazette_append_service_disk_buffer_bytes', 'gazette_append_service_wait_timeouts_total']) {
+        assert.match(metrics, new RegExp(`^${name} \\d+$`, 'm'), `${c.id} reports ${name}`);
+      }
     }
   });
 

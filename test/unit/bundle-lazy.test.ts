@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import type { ServerWritableStream } from '@grpc/grpc-js';
 
@@ -135,7 +135,7 @@ const sdkFromNodeModules = (files: string[]) => files.filter((f) => /[\\/]node_m
 
 describe('lazily loaded parts of the CLI bundle', () => {
   test('the bundle is built (npm run build) and current, so bin/run.js runs from it', () => {
-    for (const f of ['commands-impl.cjs', 's3-sdk.cjs', 's3-sdk-impl.cjs', 'prompts.cjs', 'prompts-impl.cjs']) {
+    for (const f of ['commands-impl.cjs', 's3-sdk.cjs', 's3-sdk-impl.cjs', 'prompts.cjs', 'prompts-impl.cjs', 'prom-client.cjs', 'prom-client-impl.cjs']) {
       assert.ok(existsSync(join(BUNDLE, f)), `dist/bundle/${f} is missing: run npm run build`);
     }
     // bin/run.js runs the tsc output instead when it is newer than the bundle (a tsc-only build).
@@ -152,7 +152,19 @@ describe('lazily loaded parts of the CLI bundle', () => {
     const files = loaded();
     assert.ok(inBundle(files, 'commands-impl.cjs'), `ran from the bundle: ${files.join(', ')}`);
     assert.ok(!inBundle(files, 's3-sdk-impl.cjs') && !inBundle(files, 'prompts-impl.cjs'), `loaded: ${files.join(', ')}`);
+    assert.ok(!inBundle(files, 'prom-client-impl.cjs'), `prom-client is not loaded: ${files.join(', ')}`);
     assert.deepEqual(sdkFromNodeModules(files), []);
+  });
+
+  test('journals append --metrics-addr loads prom-client from its own part and serves /metrics', async () => {
+    const { env, loaded } = runEnv();
+    const args = ['journals', 'append', '-l', 'name=lazy/s3', '--framing', 'lines', '--metrics-addr', '127.0.0.1:0', '--log.level', 'info'];
+    const r = await runGazctl(args, { env, input: '' });
+    assert.equal(r.code, 0, describeResult(args, r));
+    assert.match(r.stderr, /serving metrics at http:\/\/127\.0\.0\.1:\d+\/metrics/);
+    const files = loaded();
+    assert.ok(inBundle(files, 'prom-client-impl.cjs') && !inBundle(files, 's3-sdk-impl.cjs'), `loaded: ${files.join(', ')}`);
+    assert.ok(!files.some((f) => f.includes(`${sep}node_modules${sep}prom-client${sep}`)), `prom-client came from the bundle: ${files.join(', ')}`);
   });
 
   test('a prune of an s3:// store loads the SDK from its bundle file, and --dry-run shows no prompt', async () => {

@@ -1,7 +1,8 @@
-import { createReadStream } from 'node:fs';
+import { accessSync, constants as fsConstants, createReadStream, statSync } from 'node:fs';
+import type { Server } from 'node:http';
 import { GazctlCommand, journalsBaseFlags, UsageError } from '../../cli/base.js';
 import { selector } from '../../cli/flags.js';
-import { booleanOption, choiceOption, oclifFlags, options, stringOption, type OptionSet } from '../../cli/options.js';
+import { booleanOption, choiceOption, oclifFlags, optionalStringOption, options, sizeOption, stringOption, type OptionSet } from '../../cli/options.js';
 import { formatOption } from '../../cli/render.js';
 import { inputError } from '../../cli/input.js';
 import { GazctlError } from '../../lib/protocol/errors.js';
@@ -10,6 +11,7 @@ import type { JournalWatch } from '../../lib/client/watch.js';
 import { RecordSplitter, keyOfRecord } from '../../lib/message/framing.js';
 import { JournalSet, type Mapping } from '../../lib/message/mapping.js';
 import { AppendService, AppendSourceError, appendStream, type AppendRetryInfo } from '../../lib/client/append-service.js';
+import type { AppendMetrics } from '../../lib/client/append-metrics.js';
 import { type ListResponse } from '../../lib/protocol/gen/broker/protocol.js';
 
 const FRAMINGS = ['none', 'lines', 'fixed'] as const;
@@ -22,6 +24,12 @@ const OPTIONS = options({
   mapping: choiceOption({ char: 'm', choices: MAPPINGS, default: 'random', showDefault: true, description: 'How records map to journals.', ini: { field: 'Mapping' } }),
   base64: booleanOption({ description: 'Partition keys of lines framing are base64 (standard, padded).', ini: { field: 'Base64' } }),
   format: formatOption(['text', 'json']),
+  'buffer-dir': optionalStringOption({
+    description: 'With --framing lines or fixed: once 4 MiB wait to be appended (brokers slow or away), buffer further records in temporary files in this directory instead of pausing the input. The files are unlinked as soon as they are created, so nothing is left behind.',
+    ini: null,
+  }),
+  'buffer-disk-limit': sizeOption({ default: '1GiB', showDefault: true, description: 'With --buffer-dir: bytes on disk past which reading the input pauses (for at most --timeout, then the command fails).', ini: null }),
+  'metrics-addr': optionalStringOption({ description: 'Serve Prometheus metrics of the append buffers at http://HOST:PORT/metrics while appending (port 0: any free port, logged at info level).', ini: null }),
 });
 
 /** What this run committed to one journal (-o json). */
@@ -41,12 +49,18 @@ export default class JournalsAppend extends GazctlCommand {
 
 --framing lines or fixed splits the input into records (newline-terminated lines, or fixed frames: magic 66 33 93 36, little-endian uint32 length, payload). Each record goes to one journal by --mapping: random, or by a partition key that precedes each record in the same framing (modulo and rendezvous hash the key with 32-bit FNV-1a; direct takes the key as the journal name). --base64 decodes line keys from base64. Records of one journal keep their input order and are batched into atomic appends; the command exits 0 only when every record has committed.
 
--o json prints, once every record has committed, {"journals":[{"journal","appends","bytes","begin","end"}]} on stdout: per journal written, the appends and content bytes this run committed, the begin offset of its first commit and the end offset of its last (exact integers; other writers' appends may lie between them).`;
+-o json prints, once every record has committed, {"journals":[{"journal","appends","bytes","begin","end"}]} on stdout: per journal written, the appends and content bytes this run committed, the begin offset of its first commit and the end offset of its last (exact integers; other writers' appends may lie between them).
+
+A long-running producer (input from a pipe) can ride out slow or unavailable brokers with --buffer-dir: records past 4 MiB in memory go to temporary files there (up to --buffer-disk-limit), and --metrics-addr serves how much is buffered (see docs/append-buffering.md).`;
   static override examples = [
     { description: 'Append a file atomically to one journal', command: '<%= config.bin %> journals append -l name=acme/events -i events.ndjson' },
     { description: 'Spread lines randomly over journals', command: 'cat events.ndjson | <%= config.bin %> journals append -l app=billing --framing lines' },
     { description: 'Key each line (key line, then record line)', command: '<%= config.bin %> journals append -l app=billing --framing lines --mapping modulo -i keyed.txt' },
     { description: 'Where the content went, for a script', command: '<%= config.bin %> journals append -l name=acme/events -i events.ndjson -o json' },
+    {
+      description: 'Buffer up to 20 GiB on disk while brokers are away, with metrics',
+      command: 'tail -F app.log | <%= config.bin %> journals append -l app=logs --framing lines --buffer-dir /var/spool/gazctl --buffer-disk-limit 20GiB --metrics-addr :9464 --timeout 0',
+    },
   ];
   static override group = 'journals' as const;
   static override baseFlags = journalsBaseFlags;
@@ -60,8 +74,18 @@ export default class JournalsAppend extends GazctlCommand {
     const { selector, framing, mapping } = flags;
     if (framing === 'none' && mapping !== 'random') throw new UsageError('--framing none appends the whole input to one journal: use it with --mapping random');
     if (flags.base64 && (framing !== 'lines' || mapping === 'random')) throw new UsageError('--base64 requires --framing lines and a --mapping other than random');
+    const bufferDir = flags['buffer-dir'] || undefined;
+    if (bufferDir !== undefined) {
+      if (framing === 'none') throw new UsageError('--buffer-dir buffers records: use it with --framing lines or fixed');
+      checkBufferDir(bufferDir);
+    }
+    const metricsAddr = flags['metrics-addr'] || undefined;
+    const listen = metricsAddr === undefined ? undefined : parseListenAddress(metricsAddr);
 
     const svc = this.serviceOptions('broker');
+    let metrics: AppendMetrics | undefined;
+    let server: Server | undefined;
+    if (listen) ({ metrics, server } = await this.serveMetrics(listen, metricsAddr!));
     const client = this.journalClient(svc);
     const watch = client.watchJournals(selector);
     let watchdog: NodeJS.Timeout | undefined;
@@ -98,7 +122,10 @@ export default class JournalsAppend extends GazctlCommand {
       // An append can wait on the broker indefinitely (e.g. while its fragment store is
       // unhealthy). Say so, once, with the store's health, instead of hanging silently.
       let warned = false;
+      // Nothing waiting to be appended (a pipe that is quiet for a while) is not a stall.
+      let idle = () => false;
       watchdog = setInterval(() => {
+        if (idle()) lastProgress = Date.now();
         if (warned || Date.now() - lastProgress < stallMs) return;
         warned = true;
         void this.explainStall(client, watch, Math.round((Date.now() - lastProgress) / 1000));
@@ -141,6 +168,8 @@ export default class JournalsAppend extends GazctlCommand {
       let committed = 0;
       const service = new AppendService(client, {
         timeoutMs: svc.timeoutMs,
+        disk: bufferDir === undefined ? undefined : { dir: bufferDir, maxBytes: flags['buffer-disk-limit'] },
+        metrics,
         onRetry,
         onCommitted: (j, n, res) => {
           onCommit(j, n, res.commit);
@@ -148,6 +177,10 @@ export default class JournalsAppend extends GazctlCommand {
           lastProgress = Date.now();
         },
       });
+      idle = () => {
+        const f = service.figures();
+        return f.memoryBytes === 0 && f.diskBytes === 0 && f.inflightBytes === 0;
+      };
       const splitter = new RecordSplitter(framing);
       const keyed = mapping !== 'random';
       let key: Buffer | undefined;
@@ -172,7 +205,9 @@ export default class JournalsAppend extends GazctlCommand {
               service.push(journal, rec);
             }
           }
-          await service.backpressure();
+          // With a disk buffer, a wait means the disk limit was reached: give up after --timeout
+          // (records buffered so far are lost with the process, so say so loudly).
+          await service.backpressure({ timeoutMs: bufferDir === undefined ? 0 : svc.timeoutMs });
         }
         if (splitter.pending > 0) {
           await service.flush().catch(() => {});
@@ -185,12 +220,45 @@ export default class JournalsAppend extends GazctlCommand {
           clearInterval(progress);
           process.stderr.write(`\rcommitted ${(committed / 1048576).toFixed(1)} MiB\n`);
         }
+        await service.close();
       }
     } finally {
       clearInterval(watchdog);
       watch.close();
       client.close();
+      server?.close();
     }
+  }
+
+  /** Starts the /metrics endpoint (prom-client is loaded only for it). */
+  private async serveMetrics(listen: { host: string; port: number }, text: string): Promise<{ metrics: AppendMetrics; server: Server }> {
+    const [{ Registry, collectDefaultMetrics }, { AppendMetrics }, { createServer }] = await Promise.all([
+      import('prom-client'),
+      import('../../lib/client/append-metrics.js'),
+      import('node:http'),
+    ]);
+    const registry = new Registry();
+    collectDefaultMetrics({ register: registry });
+    const metrics = new AppendMetrics(registry);
+    const server = createServer((req, res) => {
+      if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/metrics') {
+        res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: metrics are at /metrics\n');
+        return;
+      }
+      registry.metrics().then(
+        (body) => res.writeHead(200, { 'content-type': registry.contentType }).end(body),
+        (err: Error) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`${err.message}\n`),
+      );
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', (err) => reject(new GazctlError(`cannot serve metrics at ${text}: ${err.message}`, { cause: err })));
+      server.listen(listen.port, listen.host || undefined, () => resolve());
+    });
+    server.unref();
+    const a = server.address();
+    const where = a && typeof a === 'object' ? `${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}` : text;
+    this.log_.info(`serving metrics at http://${where}/metrics`, { addr: where });
+    return { metrics, server };
   }
 
   private async explainStall(client: JournalClient, watch: JournalWatch, seconds: number): Promise<void> {
@@ -222,6 +290,30 @@ async function* readingInput(input: AsyncIterable<Buffer>, path: string): AsyncG
     }
     if (r.done) return;
     yield r.value;
+  }
+}
+
+/** `host:port`, `[v6]:port` or `:port` (every interface). */
+function parseListenAddress(text: string): { host: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(text);
+  const port = m ? Number(m[3]) : NaN;
+  if (!m || port > 65535) throw new UsageError(`--metrics-addr: expected HOST:PORT (or :PORT), got ${JSON.stringify(text)}`);
+  return { host: m[1] ?? m[2] ?? '', port };
+}
+
+/** Fails early (one line, before any input is read) on a buffer directory we cannot use. */
+function checkBufferDir(dir: string): void {
+  let isDir: boolean;
+  try {
+    isDir = statSync(dir).isDirectory();
+  } catch (err) {
+    throw new GazctlError(`--buffer-dir ${dir}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such directory' : (err as Error).message}`);
+  }
+  if (!isDir) throw new GazctlError(`--buffer-dir ${dir}: not a directory`);
+  try {
+    accessSync(dir, fsConstants.W_OK | fsConstants.X_OK);
+  } catch {
+    throw new GazctlError(`--buffer-dir ${dir}: not writable`);
   }
 }
 

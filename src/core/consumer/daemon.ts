@@ -152,7 +152,7 @@ export async function serveConsumer(config: ConsumerConfig & { etcdPrefix: strin
     }
   };
 
-  const replicaHost: ReplicaHost = { ks, journals, app, log, memberSpec, etcdPrefix: prefix, setStatus };
+  const replicaHost: ReplicaHost = { ks, journals, app, log, memberSpec, etcdPrefix: prefix, setStatus, appendMetrics: metrics.appends };
 
   // Bring the replicas in line with this member's assignments.
   const syncReplicas = () => {

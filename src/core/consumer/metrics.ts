@@ -3,11 +3,14 @@
 
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { ReplicaStatus_Code } from '../../lib/protocol/gen/consumer/protocol.js';
+import { AppendMetrics } from '../../lib/client/append-metrics.js';
 
 export class ConsumerMetrics {
   readonly registry = new Registry();
   readonly allocationRounds = new Counter({ name: 'gazette_allocation_rounds_total', help: 'Allocation rounds run by this member as leader', registers: [this.registry] });
   readonly statusWrites = new Counter({ name: 'gazette_consumer_status_writes_total', help: 'ReplicaStatus updates written to assignment keys, by outcome', labelNames: ['outcome'], registers: [this.registry] });
+  /** The append services of the shards' publishers (docs/append-buffering.md). */
+  readonly appends = new AppendMetrics(this.registry);
   private source: () => Map<number, number> = () => new Map();
 
   constructor() {

@@ -16,6 +16,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import type { AppendMetrics } from '../../lib/client/append-metrics.js';
 import type { JournalClient } from '../../lib/client/journal-client.js';
 import { backoff, isAbortError, sleep } from '../../lib/client/retry.js';
 import { isTransientFailure } from './transient.js';
@@ -63,6 +64,8 @@ export interface ReplicaHost {
   readonly memberSpec: ConsumerSpec;
   /** The application's etcd prefix (`--etcd.prefix`): items, members and assignments live under it. */
   readonly etcdPrefix: string;
+  /** Where the shards' publishers report their append buffers (the process's /metrics). */
+  readonly appendMetrics?: AppendMetrics;
   /**
    * Writes `status` to this replica's assignment key, reduced with the status there (as upstream's
    * ReplicaStatus.Reduce) and guarded by the assignment's mod revision as upstream; resolves once
@@ -461,6 +464,7 @@ export class Replica {
     const publisher = new Publisher(this.host.journals, {
       append: {
         signal: this.signal,
+        metrics: this.host.appendMetrics,
         onRetry: (r) => this.host.log.warn('publish append failed (will retry)', { shard: this.id, journal: r.journal, attempt: r.attempt }),
       },
     });

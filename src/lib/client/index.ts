@@ -86,6 +86,7 @@ export {
   type PlanSubject,
 } from './plan.js';
 export * from './append-service.js';
+export { AppendMetrics, type AppendFiguresSource } from './append-metrics.js';
 export {
   indexEnd,
   isUnknownSuspendMode,

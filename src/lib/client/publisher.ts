@@ -157,6 +157,14 @@ export class Publisher {
     await Promise.all(this.pending());
   }
 
+  /**
+   * Stops the append queues: what has not committed is dropped (its waiters reject) and buffer
+   * files, if `append.disk` was given, are freed. Call flush() first to append everything.
+   */
+  async close(): Promise<void> {
+    await this.appends.close();
+  }
+
   /** End offsets of the journals written, as of their latest commits. */
   publishedThrough(): Map<string, bigint> {
     const out = new Map<string, bigint>();
