@@ -105,6 +105,26 @@ if [ ! -x "$BIN/toxiproxy-server" ] || [ "$(cat "$BIN/.toxiproxy-version" 2>/dev
   echo "$TOXIPROXY_VERSION" > "$BIN/.toxiproxy-version"
 fi
 
+# socks5-server: the SOCKS5 proxy of the --socks-server tests (scripts/peers/socks5-server/main.go,
+# on github.com/armon/go-socks5, which publishes no tagged release: pinned by pseudo-version).
+# Rebuilt when its source changes, like our other Go programs.
+GO_SOCKS5_VERSION=v0.0.0-20160902184237-e75332964ef5
+GO_XNET_VERSION=v0.63.0 # go-socks5 imports golang.org/x/net/context; pinned rather than the newest
+socks_src="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/peers/socks5-server/main.go"
+socks_stamp="$GO_SOCKS5_VERSION $GO_XNET_VERSION $(sha256sum "$socks_src" | cut -d' ' -f1)"
+if [ ! -x "$BIN/socks5-server" ] || [ "$(cat "$BIN/.socks5-server-source" 2>/dev/null)" != "$socks_stamp" ]; then
+  echo "building socks5-server (go-socks5 $GO_SOCKS5_VERSION) ..." >&2
+  mkdir -p "$PEERS_DIR/src-socks5-server"
+  (
+    cd "$PEERS_DIR/src-socks5-server"
+    printf 'module socks5server\n\ngo 1.24\n\nrequire (\n\tgithub.com/armon/go-socks5 %s\n\tgolang.org/x/net %s\n)\n' "$GO_SOCKS5_VERSION" "$GO_XNET_VERSION" > go.mod
+    cp "$socks_src" main.go
+    GOFLAGS=-mod=mod go mod tidy
+    GOFLAGS=-mod=mod go build -o "$BIN/socks5-server" .
+  )
+  echo "$socks_stamp" > "$BIN/.socks5-server-source"
+fi
+
 # The first line of etcd's version, without a pipe: under pipefail, `etcd --version | head -1`
 # fails the script (exit 141) whenever head has exited before etcd writes its later lines.
 etcd_version=$("$BIN/etcd" --version)

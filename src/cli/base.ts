@@ -13,6 +13,7 @@ import { ShardClient } from '../lib/client/shard-client.js';
 import type { CallDefaults } from '../lib/client/call.js';
 import { isUnavailable } from '../lib/client/retry.js';
 import { cleanGrpcDetails } from '../lib/client/rpc.js';
+import { formatSocksServer, setSocksServer } from '../lib/socks.js';
 import { Logger, LOG_FORMATS, LOG_LEVELS } from './log.js';
 import { installFastIsIPv6 } from './fast-ipv6.js';
 import { EXIT, UsageError, exitCodeFor } from './exit.js';
@@ -28,6 +29,7 @@ import {
   OptionValueError,
   resolveOptions,
   resolveWithOrigin,
+  socksServerOption,
   stringOption,
   type OptionOrigin,
   type OptionSet,
@@ -77,6 +79,13 @@ const commonOptions = {
   'log.format': choiceOption({ choices: LOG_FORMATS, description: 'Log format (default text).', env: 'LOG_FORMAT', helpGroup: 'GLOBAL', ini: { field: 'Format', section: 'Logging' }, default: 'text' }),
   // Ours (upstream waits forever, see docs/divergences.md D2).
   timeout: durationOption({ description: 'Give up on an unreachable service after this long (Go duration; 0 waits forever).', env: 'GAZCTL_TIMEOUT', helpGroup: 'GLOBAL', ini: { field: 'Timeout', section: '' }, default: '30s' }),
+  // Ours (upstream has no SOCKS support, see docs/divergences.md D73 and docs/networking.md).
+  'socks-server': socksServerOption({
+    description:
+      'SOCKS5 proxy (host:port) carrying every connection: gRPC to brokers, consumers and etcd, and HTTP to fragment stores; host names are resolved by the proxy. Default: $SOCKS_SERVER_SERVICE_HOST:$SOCKS_SERVER_SERVICE_PORT when both are set; "" for none.',
+    helpGroup: 'GLOBAL',
+    ini: { field: 'SocksServer', section: '' },
+  }),
 };
 
 /** The options of the `journals` group, inherited by every journals sub-command. */
@@ -156,6 +165,9 @@ export abstract class GazctlCommand extends Command {
       const spec = (groupSet as OptionSet)[`${svc}.address`];
       if (spec) this.addressOrigins[svc] = resolveWithOrigin(spec, groupSources).origin;
     }
+    // Every connection the command makes from here on goes through the proxy, if one is set.
+    setSocksServer(this.global['socks-server']);
+    if (this.global['socks-server']) this.log_.debug('connecting through a SOCKS5 proxy', { socksServer: formatSocksServer(this.global['socks-server']) });
     const section = ctor.iniSection ?? `${group}.${String(ctor.id ?? '').split(/[: ]/).slice(1).join('.')}`;
     return resolveOptions(opts, { argv, given, ini, env: process.env, group, section });
   }

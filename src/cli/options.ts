@@ -16,6 +16,7 @@ import { parseGoDuration } from '../lib/protocol/duration.js';
 import { ValidationError } from '../lib/protocol/errors.js';
 import { iniLookup, type IniFile } from '../lib/config/ini.js';
 import { UsageError } from './exit.js';
+import { parseSocksServer, type SocksServer } from '../lib/socks.js';
 
 type Letter =
   | 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g' | 'h' | 'i' | 'j' | 'k' | 'l' | 'm'
@@ -41,6 +42,12 @@ export interface OptionSpec<T> {
   readonly helpGroup?: string;
   /** Environment variable (group options only; upstream's sub-command options have none). */
   readonly env?: string;
+  /**
+   * Where an environment of several variables sets the option (checked after `env`): the text
+   * they make together and how to name them, or undefined when they do not set it. Throws
+   * OptionValueError when they are set only in part.
+   */
+  readonly envFrom?: (env: NodeJS.ProcessEnv) => { text: string; variable: string } | undefined;
   /** gazctl.ini key, or null where upstream marks the option no-ini. */
   readonly ini: IniPlace | null;
   /** How argv spells it: a switch, one value, a value among `choices`, or a repeatable value. */
@@ -206,6 +213,33 @@ export function sizeOption(o: Common & { default: string; showDefault?: boolean 
   return { ...o, name: '', kind: 'value', helpDefault: o.showDefault ? o.default : undefined, fallback: { value: parseSizeText(o.default) }, parse: parseSizeText };
 }
 
+/**
+ * --socks-server host:port: the SOCKS5 proxy of every connection. Besides gazctl.ini and the
+ * command line, a pod's environment sets it: Kubernetes gives every container of a namespace
+ * with a Service `socks-server` the variables SOCKS_SERVER_SERVICE_HOST and
+ * SOCKS_SERVER_SERVICE_PORT (both needed). '' means no proxy (to override the environment).
+ */
+export function socksServerOption(o: Omit<Common, 'env'>): OptionSpec<SocksServer | undefined> {
+  return {
+    ...o,
+    name: '',
+    kind: 'value',
+    fallback: { value: undefined },
+    envFrom: (env) => {
+      const host = env.SOCKS_SERVER_SERVICE_HOST;
+      const port = env.SOCKS_SERVER_SERVICE_PORT;
+      if (host === undefined && port === undefined) return undefined;
+      if (host === undefined || port === undefined) {
+        const [set, unset] = host === undefined ? ['SOCKS_SERVER_SERVICE_PORT', 'SOCKS_SERVER_SERVICE_HOST'] : ['SOCKS_SERVER_SERVICE_HOST', 'SOCKS_SERVER_SERVICE_PORT'];
+        throw new OptionValueError(`$${set} is set but $${unset} is not (both are needed)`);
+      }
+      const h = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+      return { text: `${h}:${port}`, variable: 'SOCKS_SERVER_SERVICE_HOST:$SOCKS_SERVER_SERVICE_PORT' };
+    },
+    parse: (t) => parseSocksServer(t),
+  };
+}
+
 export function endpointOption(o: Common & { default: string }): OptionSpec<string> {
   return { ...o, name: '', kind: 'value', fallback: { value: o.default }, parse: endpointParser, endpoint: true };
 }
@@ -331,6 +365,16 @@ function sourceOf(s: OptionSpec<unknown>, src: Sources): { origin: OptionOrigin;
   if (s.env !== undefined) {
     const text = src.env[s.env];
     if (text !== undefined) return { origin: { from: 'environment', variable: s.env }, text };
+  }
+  if (s.envFrom !== undefined) {
+    let got: { text: string; variable: string } | undefined;
+    try {
+      got = s.envFrom(src.env);
+    } catch (err) {
+      if (err instanceof OptionValueError) throw new UsageError(`${label(s)}: ${err.message}`);
+      throw err;
+    }
+    if (got !== undefined) return { origin: { from: 'environment', variable: got.variable }, text: got.text };
   }
   return { origin: { from: 'default' } };
 }

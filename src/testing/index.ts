@@ -14,3 +14,4 @@ export * from './stubs.js';
 export * from './s3.js';
 export * from './certs.js';
 export * from './toxiproxy.js';
+export * from './socks.js';

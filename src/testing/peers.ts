@@ -5,7 +5,7 @@ import { accessSync, constants, existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 
-export type PeerName = 'gazette' | 'gazctl' | 'etcd' | 'sum-consumer' | 'seq-oracle' | 'toxiproxy-server';
+export type PeerName = 'gazette' | 'gazctl' | 'etcd' | 'sum-consumer' | 'seq-oracle' | 'toxiproxy-server' | 'socks5-server';
 
 /** Directory holding the peer binaries: `$GAZCTL_PEERS_DIR/bin`, default `~/.cache/gazctl-peers/bin`. */
 export function peersBinDir(): string {

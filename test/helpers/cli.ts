@@ -68,6 +68,8 @@ export interface RunGazctlOptions {
   launcher?: boolean;
   /** spawnGazctl only: leave stdin open for the caller to write to and end (`input` is ignored). */
   keepStdinOpen?: boolean;
+  /** Command prefix to run gazctl under (e.g. `nsenter --net=<ns> --`: in a network namespace). */
+  wrap?: string[];
 }
 
 export interface GazctlResult {
@@ -98,7 +100,8 @@ export interface GazctlProcess {
 export function spawnGazctl(args: string[], opts: RunGazctlOptions = {}): GazctlProcess {
   const env = gazctlEnv(opts.env);
   for (const k of opts.unsetEnv ?? []) delete env[k];
-  const [command, argv] = opts.launcher ? [GAZCTL_LAUNCHER, args] : [process.execPath, [GAZCTL_BIN, ...args]];
+  const [bare, bareArgv] = opts.launcher ? [GAZCTL_LAUNCHER, args] : [process.execPath, [GAZCTL_BIN, ...args]];
+  const [command, argv] = opts.wrap && opts.wrap.length > 0 ? [opts.wrap[0]!, [...opts.wrap.slice(1), bare, ...bareArgv]] : [bare, bareArgv];
   const child = spawn(command, argv, {
     cwd: opts.cwd ?? gazctlSandbox(),
     env,

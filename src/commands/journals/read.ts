@@ -80,7 +80,7 @@ Offsets: --offsets loads a JSON object {"journal": offset} of where to start; --
           if (run.end <= offset || ac.signal.aborted) continue;
           const reader = client.read(
             { journal, offset: run.begin > offset ? run.begin : offset, end_offset: run.end, begin_mod_time: BigInt(flags.from) },
-            { signal: ac.signal, fileRoot: flags['file-root'], openStore: storeFor },
+            { signal: ac.signal, fileRoot: flags['file-root'], openStore: storeFor, unreachableTimeoutMs: this.serviceOptions('broker').timeoutMs },
           );
           try {
             for await (const chunk of reader) {
@@ -198,6 +198,9 @@ Offsets: --offsets loads a JSON object {"journal": offset} of where to start; --
           signal,
           fileRoot: flags['file-root'],
           openStore: storeFor,
+          // --timeout bounds the time without any reachable broker (a killed broker or proxy),
+          // not the read: a blocking read with brokers that answer waits for content for ever.
+          unreachableTimeoutMs: svc.timeoutMs,
           onUnavailable: ({ journal: j, offset, writeHead }) =>
             this.log_.warn(
               `read of ${j} stops at offset ${offset}, below its write head ${writeHead}: the broker has no fragment there yet (content not yet persisted by the brokers that hold it, or removed from the store)`,

@@ -8,6 +8,7 @@ import { JournalClient as GenJournalClient } from '../protocol/gen/broker/protoc
 import { ShardClient as GenShardClient } from '../protocol/gen/consumer/protocol.js';
 import { TransportError, ValidationError } from '../protocol/errors.js';
 import { parseEndpoint } from '../protocol/route.js';
+import { socksGrpcTarget, socksServer, type SocksServer, type SocksTunnel } from '../socks.js';
 import { makeAuthorizer, type Authorizer, type Claims } from './auth.js';
 import type { EndpointState } from './route-cache.js';
 
@@ -31,6 +32,11 @@ export interface ServiceConfig {
   cacheSize?: number;
   /** Route cache entry lifetime (default 60 s). */
   cacheTTLms?: number;
+  /**
+   * SOCKS5 proxy carrying every connection to the service (names resolved by the proxy);
+   * default: the process's (`setSocksServer`), if any. unix:// endpoints are always direct.
+   */
+  socksServer?: SocksServer;
 }
 
 /** 16 MiB, as Go clients allow. */
@@ -60,6 +66,8 @@ export function dialTarget(endpoint: string): { target: string; secure: boolean 
 interface Conn {
   /** The grpc-js channel, made when a call first needs it. */
   channel?: Channel;
+  /** The channel's way through the SOCKS proxy, when there is one. */
+  tunnel?: SocksTunnel;
   journal?: GenJournalClient;
   shard?: GenShardClient;
 }
@@ -124,7 +132,15 @@ export class ConnectionPool {
     const { ep, c } = this.entry(endpoint);
     if (!c.channel) {
       const { target, secure } = dialTarget(ep);
-      c.channel = new Channel(target, this.credentialsFor(secure, target), CHANNEL_OPTIONS);
+      const socks = this.config.socksServer ?? socksServer();
+      if (socks && !target.startsWith('unix:')) {
+        // Through the proxy: the channel dials a local tunnel; TLS and :authority name `target`.
+        const t = socksGrpcTarget(target, socks);
+        c.tunnel = t.tunnel;
+        c.channel = new Channel(t.target, this.credentialsFor(secure, target), { ...CHANNEL_OPTIONS, ...t.options });
+      } else {
+        c.channel = new Channel(target, this.credentialsFor(secure, target), CHANNEL_OPTIONS);
+      }
     }
     return c.channel;
   }
@@ -190,7 +206,10 @@ export class ConnectionPool {
   /** Closes every channel. */
   close(): void {
     this.closed = true;
-    for (const c of this.conns.values()) c.channel?.close();
+    for (const c of this.conns.values()) {
+      c.channel?.close();
+      c.tunnel?.close();
+    }
     this.conns.clear();
   }
 }

@@ -10,7 +10,8 @@ import { BrokerStatusError, GazctlError, TransportError } from '../protocol/erro
 import { DirectReadError, DirectReadUnsupportedError, openFragmentSource } from './direct/fragment-fetch.js';
 import { DEFAULT_RUN_BUDGET, DEFAULT_RUN_CONCURRENCY, FragmentRunError, readFragmentRun, type RunItem } from './direct/parallel-fetch.js';
 import { pieces, releaser } from './direct/piece-pool.js';
-import { backoff, grpcCode, isTransientBrokerStatus, isTransientStreamCode, sleep } from './retry.js';
+import { backoff, grpcCode, isTransientBrokerStatus, isTransientStreamCode, isUnavailable, sleep } from './retry.js';
+import { latestSocksFailure } from '../socks.js';
 import { describeGrpcError } from './rpc.js';
 
 /** One step of a read. Metadata steps carry `fragment`/`writeHead` and empty `content`. */
@@ -70,6 +71,12 @@ export interface ReaderOptions {
    * after the content was written and before it was persisted, or content removed from the store).
    */
   onUnavailable?: (info: { journal: string; offset: bigint; writeHead: bigint }) => void;
+  /**
+   * Give up, with a TransportError, once no broker could be reached (gRPC UNAVAILABLE on every
+   * attempt, nothing read) for this long; 0 or absent: retry for ever (a blocking read waits
+   * for brokers to come back). An answer from a broker, even a refusal, restarts the clock.
+   */
+  unreachableTimeoutMs?: number;
   /** Attempts during which JOURNAL_NOT_FOUND is retried (default 5). */
   notFoundAttempts?: number;
   /** Overrides the backoff schedule (tests). */
@@ -181,6 +188,8 @@ export class Reader implements AsyncIterable<ReadChunk> {
     const notFoundAttempts = this.opts.notFoundAttempts ?? 5;
     const delayFor = this.opts.delay ?? backoff;
     let attempt = 0;
+    /** Since when every attempt failed to reach a broker (undefined: the last one reached one). */
+    let unreachableSince: number | undefined;
     for (;;) {
       if (signal?.aborted || this.reachedEnd()) return;
       const doNotProxy = this.req.do_not_proxy && !(this.offset >= 0n && this.offset < this.proxyUntil);
@@ -306,6 +315,17 @@ export class Reader implements AsyncIterable<ReadChunk> {
         }
       }
 
+      if (isUnavailable(failure) && !progressed) {
+        unreachableSince ??= Date.now();
+        const limit = this.opts.unreachableTimeoutMs ?? 0;
+        if (limit > 0 && Date.now() - unreachableSince >= limit) {
+          // Through a SOCKS proxy, grpc-js only saw its tunnel drop: the proxy's words say why.
+          const why = latestSocksFailure() ?? describeGrpcError(failure);
+          throw new TransportError(`reading ${this.journal}: no broker could be reached for ${Math.round(limit / 1000)}s: ${why}`, grpcCode(failure), { cause: failure });
+        }
+      } else {
+        unreachableSince = undefined;
+      }
       const ms = delayFor(attempt);
       this.note(failure, attempt, ms);
       attempt++;

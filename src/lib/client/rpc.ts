@@ -7,6 +7,19 @@ import { AppendRequest, ReadResponse, Status } from '../protocol/gen/broker/prot
 import { TransportError } from '../protocol/errors.js';
 import { abortError, grpcCode, isUnavailable, retry } from './retry.js';
 import { diagnosed } from './transport-diagnosis.js';
+import { parseEndpoint } from '../protocol/route.js';
+import { socksFailure } from '../socks.js';
+
+/** The recent failure of the SOCKS proxy to reach the endpoint named in `who` ("broker http://h:p"). */
+function socksNote(who: string): string | undefined {
+  const ep = /\b(?:https?):\/\/\S+/.exec(who)?.[0];
+  if (!ep) return undefined;
+  try {
+    return socksFailure(parseEndpoint(ep).target);
+  } catch {
+    return undefined;
+  }
+}
 
 /** Starts one unary call (a grpc-js call, which can be cancelled). */
 export type UnaryStarter<Res> = (
@@ -193,7 +206,9 @@ export function transportError(who: string, op: string, err: unknown, lastUnavai
           ? 'no answer in time'
           : (err as ServiceError).details,
     );
-    return new TransportError(`${who} is unreachable: ${detail}`, code, { cause: err });
+    // Through a SOCKS proxy, grpc-js only sees its local tunnel drop: say what the proxy said.
+    const via = socksNote(who);
+    return new TransportError(`${who} is unreachable: ${via ?? detail}`, code, { cause: err });
   }
   return new TransportError(`${op}: ${describeGrpcError(err)}`, code, { cause: err });
 }

@@ -21,6 +21,7 @@ import { status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
 import { TransportError } from '../protocol/errors.js';
 import { parseEndpoint } from '../protocol/route.js';
 import { grpcCode } from './retry.js';
+import { socksConnect, socksServer } from '../socks.js';
 
 /** Node's TLS verification failures, as they appear in grpc-js details. */
 const UNTRUSTED =
@@ -43,15 +44,33 @@ export function speaksTls(host: string, port: number): Promise<boolean> {
   let p = tlsProbes.get(key);
   if (!p) {
     p = new Promise<boolean>((resolve) => {
-      const s = tlsConnect({ host, port, rejectUnauthorized: false, ALPNProtocols: ['h2'], ...(isIpLiteral(host) ? {} : { servername: host }) });
+      const tls = { rejectUnauthorized: false, ALPNProtocols: ['h2'], ...(isIpLiteral(host) ? {} : { servername: host }) };
+      let s: ReturnType<typeof tlsConnect> | undefined;
+      let settled = false;
       const done = (v: boolean) => {
+        if (settled) return;
+        settled = true;
         clearTimeout(timer);
-        s.destroy();
+        s?.destroy();
         resolve(v);
       };
       const timer = setTimeout(() => done(false), 1000);
-      s.once('secureConnect', () => done(true));
-      s.once('error', () => done(false));
+      const start = (t: ReturnType<typeof tlsConnect>) => {
+        s = t;
+        if (settled) t.destroy();
+        t.once('secureConnect', () => done(true));
+        t.once('error', () => done(false));
+      };
+      // The probe takes the way every other connection takes: through the SOCKS proxy, if set.
+      const socks = socksServer();
+      if (socks) {
+        socksConnect(socks, host, port, 1000).then(
+          (socket) => start(tlsConnect({ socket, ...tls })),
+          () => done(false),
+        );
+      } else {
+        start(tlsConnect({ host, port, ...tls }));
+      }
     });
     tlsProbes.set(key, p);
     // A later failure may have another cause: probe again then.

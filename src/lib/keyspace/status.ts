@@ -17,6 +17,7 @@ import { Client, credentials, type ServiceError } from '@grpc/grpc-js';
 import { BinaryReader, WireType } from '@bufbuild/protobuf/wire';
 import { parseEndpoint } from '../protocol/route.js';
 import { GazctlError } from '../protocol/errors.js';
+import { socksFailure, socksGrpcTarget, socksServer } from '../socks.js';
 
 /** An etcd member did not answer its status call (unreachable, no answer in time, bad reply). */
 export class EtcdStatusError extends GazctlError {}
@@ -76,7 +77,11 @@ export function etcdMemberStatus(endpoint: string, timeoutMs: number, signal?: A
   } catch (e) {
     return Promise.reject(new EtcdStatusError(`etcd ${endpoint}: ${(e as Error).message}`, { cause: e }));
   }
-  const client = new Client(parsed.target, parsed.secure ? credentials.createSsl() : credentials.createInsecure());
+  const creds = parsed.secure ? credentials.createSsl() : credentials.createInsecure();
+  // Through the process's SOCKS proxy when one is set, as every other connection.
+  const socks = parsed.unixPath === undefined ? socksServer() : undefined;
+  const via = socks ? socksGrpcTarget(parsed.target, socks) : undefined;
+  const client = via ? new Client(via.target, creds, via.options) : new Client(parsed.target, creds);
   return new Promise<EtcdMemberStatus>((resolve, reject) => {
     const call = client.makeUnaryRequest(
       STATUS_PATH,
@@ -86,7 +91,8 @@ export function etcdMemberStatus(endpoint: string, timeoutMs: number, signal?: A
       { deadline: Date.now() + timeoutMs },
       (err: ServiceError | null, res?: Buffer) => {
         signal?.removeEventListener('abort', onAbort);
-        if (err) reject(new EtcdStatusError(`etcd ${endpoint}: ${oneLine(err.details || err.message)}`, { cause: err }));
+        const why = err && ((via && socksFailure(parsed.target)) || oneLine(err.details || err.message));
+        if (err) reject(new EtcdStatusError(`etcd ${endpoint}: ${why}`, { cause: err }));
         else {
           try {
             resolve(decodeStatusResponse(res ?? Buffer.alloc(0), endpoint));
@@ -99,5 +105,8 @@ export function etcdMemberStatus(endpoint: string, timeoutMs: number, signal?: A
     const onAbort = () => call.cancel();
     if (signal?.aborted) call.cancel();
     else signal?.addEventListener('abort', onAbort, { once: true });
-  }).finally(() => client.close());
+  }).finally(() => {
+    client.close();
+    via?.tunnel.close();
+  });
 }

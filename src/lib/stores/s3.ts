@@ -24,6 +24,7 @@ import { pipeline, Readable, Transform, type TransformCallback } from 'node:stre
 
 import { createRequire } from 'node:module';
 
+import { socksAgent, socksServer, type SocksServer } from '../socks.js';
 import type { ObjectCannedACL, PutObjectCommandInput, S3Client, ServerSideEncryption, StorageClass } from '@aws-sdk/client-s3';
 
 import type * as Sdk from './s3-sdk.cjs';
@@ -65,6 +66,8 @@ export interface S3StoreOptions {
   maxAttempts?: number;
   /** Part size for puts of unknown length (at least 5 MiB, S3's minimum). Default 8 MiB. */
   partSize?: number;
+  /** SOCKS5 proxy for the store's requests; default: the process's (`setSocksServer`), if any. */
+  socksServer?: SocksServer;
 }
 
 /** The parsed form of an s3:// store URL. */
@@ -195,13 +198,18 @@ export class S3Store implements FragmentStore {
     // The SDK prints a notice about future Node.js support when a client is made on Node 20,
     // which this package supports; keep stderr for what the user needs to act on.
     process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+    const socks = opts.socksServer ?? socksServer();
     this.client = new this.sdk.S3Client({
       ...(region ? { region } : {}),
       ...(this.args.endpoint ? { endpoint: this.args.endpoint, forcePathStyle: true } : {}),
       ...(this.args.profile && !opts.credentials ? { profile: this.args.profile } : {}),
       ...(opts.credentials ? { credentials: opts.credentials } : {}),
       maxAttempts: opts.maxAttempts ?? 3,
-      requestHandler: { connectionTimeout: opts.connectTimeoutMs ?? 5000 },
+      requestHandler: {
+        connectionTimeout: opts.connectTimeoutMs ?? 5000,
+        // Through a SOCKS proxy when one is set: the endpoint's name is resolved by the proxy.
+        ...(socks ? { httpAgent: socksAgent(socks), httpsAgent: socksAgent(socks) } : {}),
+      },
       // Checksums only where S3 requires them: S3-compatible servers vary in what they accept,
       // and fragment content is checked by its SHA-1 sum anyway.
       requestChecksumCalculation: 'WHEN_REQUIRED',

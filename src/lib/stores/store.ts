@@ -11,11 +11,14 @@
 //   such as `<journal>/`.
 // * Listings are async iterations, so a prefix with a very large number of objects is walked,
 //   not collected. `put` takes streamed content.
+import { request as httpRequest, type Agent } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import type { Readable } from 'node:stream';
 
 import { GazctlError, ValidationError } from '../protocol/errors.js';
 import type { Fragment } from '../protocol/gen/broker/protocol.js';
 import { parseFragmentPath } from '../protocol/fragment.js';
+import { socksAgent, socksServer } from '../socks.js';
 
 /** A store operation failed. */
 export class StoreError extends GazctlError {}
@@ -210,9 +213,14 @@ export async function checkStoreHealth(store: FragmentStore, opts: HealthOptions
   const signed = await step('sign', () => store.signGet(HEALTH_PATH, 5 * 60_000));
   if (/^https?:/.test(signed)) {
     const body = await step('fetch', async () => {
-      const res = await fetch(signed, { signal: opts.signal });
-      if (res.status !== 200) throw new Error(`HTTP ${res.status}`);
-      return res.text();
+      const socks = socksServer();
+      if (!socks) {
+        const res = await fetch(signed, { signal: opts.signal });
+        if (res.status !== 200) throw new Error(`HTTP ${res.status}`);
+        return res.text();
+      }
+      // fetch() takes no http.Agent: through a SOCKS proxy, node:http(s) with the proxy's agent.
+      return await getText(signed, socksAgent(socks), opts.signal);
     });
     if (body !== HEALTH_CONTENT) throw new StoreHealthError(`store ${store.url}: health check fetch returned ${JSON.stringify(body)}`);
   } // else a file:// URL: nothing to fetch
@@ -223,4 +231,24 @@ export async function checkStoreHealth(store: FragmentStore, opts: HealthOptions
     await step(`PUT of ${probe}`, () => store.put(probe, HEALTH_CONTENT, { signal: opts.signal }));
     await step(`DELETE of ${probe}`, () => store.remove(probe));
   }
+}
+
+/** The body of a GET of `url` (status 200 only) through `agent`. */
+function getText(url: string, agent: Agent, signal?: AbortSignal): Promise<string> {
+  const req = url.startsWith('https:') ? httpsRequest : httpRequest;
+  return new Promise((resolve, reject) => {
+    const r = req(url, { method: 'GET', agent, signal }, (res) => {
+      if (res.statusCode !== 200) {
+        res.resume();
+        reject(new Error(`HTTP ${res.statusCode}`));
+        return;
+      }
+      const parts: Buffer[] = [];
+      res.on('data', (b: Buffer) => parts.push(b));
+      res.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
+      res.on('error', reject);
+    });
+    r.on('error', reject);
+    r.end();
+  });
 }

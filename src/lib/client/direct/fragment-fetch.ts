@@ -13,6 +13,7 @@ import { FileStore, openFileURL } from '../../stores/file.js';
 import { StoreError } from '../../stores/store.js';
 import { DirectReadError, DirectReadUnsupportedError } from './errors.js';
 import { RawGet } from './http-get.js';
+import { socksAgent, socksServer } from '../../socks.js';
 import { alignedReadLength, pageAlignedBuffer, pieces, PIECE_SIZE } from './piece-pool.js';
 import { createObjectInflate, type ObjectInflate } from './gzip-object.js';
 
@@ -20,8 +21,9 @@ export { DirectReadError, DirectReadUnsupportedError };
 
 function httpGet(url: URL, acceptEncoding: string, signal?: AbortSignal): Promise<IncomingMessage> {
   const req = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  const socks = socksServer();
   return new Promise((resolve, reject) => {
-    const r = req(url, { method: 'GET', headers: { 'accept-encoding': acceptEncoding }, signal }, (res) => {
+    const r = req(url, { method: 'GET', headers: { 'accept-encoding': acceptEncoding }, signal, ...(socks ? { agent: socksAgent(socks) } : {}) }, (res) => {
       if (res.statusCode !== 200) {
         res.resume();
         reject(new DirectReadError(`fetching fragment ${url.origin}${url.pathname}: HTTP ${res.statusCode} ${res.statusMessage ?? ''}`.trim()));
@@ -484,13 +486,16 @@ export async function openFragmentSource(
   const gzip = codec === CompressionCodec.GZIP || codec === CompressionCodec.GZIP_OFFLOAD_DECOMPRESSION;
   const length = Number(opts.length);
   const whole = Math.min(WHOLE_MAX, opts.wholeMax ?? WHOLE_MAX);
-  // Plain http:// URLs: the lean GET of http-get.ts where the answer is one it handles.
-  if (u?.protocol === 'http:' && codec === CompressionCodec.GZIP && length <= whole) {
-    const g = await RawGet.open(u, { accept: 'gzip', encodings: ['', 'identity', 'gzip'], wholeMax: WHOLE_MAX, maxBody: WHOLE_MAX, signal: opts.signal });
+  // Plain http:// URLs: the lean GET of http-get.ts where the answer is one it handles. It opens
+  // its own TCP connection to read into buffers of its choosing, so through a SOCKS proxy the
+  // requests take node:http (with the proxy's agent) instead.
+  const lean = u?.protocol === 'http:' && !socksServer();
+  if (lean && codec === CompressionCodec.GZIP && length <= whole) {
+    const g = await RawGet.open(u!, { accept: 'gzip', encodings: ['', 'identity', 'gzip'], wholeMax: WHOLE_MAX, maxBody: WHOLE_MAX, signal: opts.signal });
     if (g) return new WholeGzipSource(() => g.whole(), () => g.close(), length);
   }
-  if (u?.protocol === 'http:' && raw) {
-    const g = await RawGet.open(u, { accept: 'identity', encodings: ['', 'identity'], signal: opts.signal });
+  if (lean && raw) {
+    const g = await RawGet.open(u!, { accept: 'identity', encodings: ['', 'identity'], signal: opts.signal });
     if (g) return new RawBodySource(g);
   }
   if ((u?.protocol === 'http:' || u?.protocol === 'https:') && codec === CompressionCodec.GZIP && length <= whole) {
