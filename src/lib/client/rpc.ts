@@ -8,7 +8,7 @@ import { TransportError } from '../protocol/errors.js';
 import { abortError, grpcCode, isUnavailable, retry } from './retry.js';
 import { diagnosed } from './transport-diagnosis.js';
 import { parseEndpoint } from '../protocol/route.js';
-import { socksFailure } from '../socks.js';
+import { latestSocksFailure, socksFailure } from '../socks.js';
 
 /** The recent failure of the SOCKS proxy to reach the endpoint named in `who` ("broker http://h:p"). */
 function socksNote(who: string): string | undefined {
@@ -64,7 +64,9 @@ export function describeGrpcError(err: unknown): string {
   if (code === undefined || err instanceof TransportError) return err instanceof Error ? err.message : String(err);
   const e = err as ServiceError;
   const name = GrpcStatus[code] ?? String(code);
-  return `${name}: ${cleanGrpcDetails(e.details) || e.message}`;
+  // Through a SOCKS proxy, grpc-js only saw its local tunnel drop: say what the proxy said.
+  const via = code === GrpcStatus.UNAVAILABLE ? latestSocksFailure(10_000) : undefined;
+  return `${name}: ${via ?? (cleanGrpcDetails(e.details) || e.message)}`;
 }
 
 // ---- Read responses --------------------------------------------------------------------------
