@@ -7,7 +7,9 @@
 // * The proxy of a process is set once (`setSocksServer`, which gazctl does from --socks-server
 //   or SOCKS_SERVER_SERVICE_HOST/_PORT); every connecting part of the library consults it, so
 //   nothing is forgotten. A ServiceConfig or store option may still name another one.
-// * HTTP goes through an http.Agent of `socks-proxy-agent`, which also does TLS for https://.
+// * HTTP goes through an http.Agent (https.Agent for https://) whose connections are made
+//   through the proxy, TLS on top for https://. (Not `socks-proxy-agent`: its agent-base loads
+//   node:https and more at start-up, which the CLI bundle keeps for the commands that use them.)
 // * grpc-js has no public way to hand a channel a socket of our own. So each proxied gRPC target
 //   gets a tunnel: a listener on a Unix socket in a private directory (mode 0700, so no other
 //   local user can use it), whose every accepted connection is carried to the real target
@@ -19,13 +21,15 @@
 //   unavailable service is. The reason is remembered per target (`socksFailure`) so that the
 //   final error, when the time budget runs out, can say it.
 import { mkdtempSync, rmSync } from 'node:fs';
-import type { Agent } from 'node:http';
+import { Agent as HttpAgent, type ClientRequestArgs } from 'node:http';
+import { Agent as HttpsAgent, type RequestOptions as HttpsRequestOptions } from 'node:https';
 import { createServer, isIP, type Server, type Socket } from 'node:net';
+import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
+import type { Duplex } from 'node:stream';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ChannelOptions } from '@grpc/grpc-js';
 import { SocksClient } from 'socks';
-import { SocksProxyAgent } from 'socks-proxy-agent';
 import { ValidationError } from './protocol/errors.js';
 
 /** A SOCKS5 proxy's address. */
@@ -104,17 +108,62 @@ export async function socksConnect(server: SocksServer, host: string, port: numb
   }
 }
 
-const agents = new Map<string, Agent>();
+const agents = new Map<string, HttpAgent>();
+
+/** The host name a request connects to (brackets of an IPv6 literal removed). */
+function requestHost(o: ClientRequestArgs): string {
+  return String(o.hostname ?? o.host ?? 'localhost').replace(/^\[|\]$/g, '');
+}
 
 /**
- * The http.Agent (for http:// and https:// URLs alike) carrying requests through `server`, one
- * per proxy, keeping connections alive between requests.
+ * The http.Agent carrying requests through `server` (for `secure`: an https.Agent, TLS on top,
+ * the server name and certificate checked against the real host), one per proxy and kind,
+ * keeping connections alive between requests.
  */
-export function socksAgent(server: SocksServer): Agent {
-  const key = formatSocksServer(server);
+export function socksAgent(server: SocksServer, secure: boolean): HttpAgent {
+  const key = `${secure ? 'https' : 'http'} ${formatSocksServer(server)}`;
   let a = agents.get(key);
   if (!a) {
-    a = new SocksProxyAgent(`socks5h://${key}`, { keepAlive: true, timeout: SOCKS_CONNECT_TIMEOUT_MS }) as unknown as Agent;
+    const connect = (o: ClientRequestArgs, cb: (err: Error | null, s: Duplex) => void, wrap: (s: Socket) => Duplex) => {
+      const host = requestHost(o);
+      const port = Number(o.port ?? (secure ? 443 : 80));
+      socksConnect(server, host, port).then(
+        (s) => {
+          let out: Duplex;
+          try {
+            out = wrap(s);
+          } catch (err) {
+            s.destroy();
+            cb(err as Error, s);
+            return;
+          }
+          cb(null, out);
+        },
+        (err: Error) => cb(err, undefined as unknown as Duplex),
+      );
+      return undefined;
+    };
+    if (secure) {
+      // Made here, not at load: the CLI bundle loads node:https (and node:http) only when used.
+      class SocksHttpsAgent extends HttpsAgent {
+        override createConnection(o: HttpsRequestOptions, cb?: (err: Error | null, s: Duplex) => void): Duplex | null | undefined {
+          return connect(o, cb!, (socket) => {
+            const host = requestHost(o);
+            const tls: ConnectionOptions = { ...(o as ConnectionOptions), socket, host, ...(isIP(host) ? {} : { servername: o.servername || host }) };
+            delete (tls as { path?: string }).path; // the request's path, not a socket path
+            return tlsConnect(tls);
+          });
+        }
+      }
+      a = new SocksHttpsAgent({ keepAlive: true });
+    } else {
+      class SocksHttpAgent extends HttpAgent {
+        override createConnection(o: ClientRequestArgs, cb?: (err: Error | null, s: Duplex) => void): Duplex | null | undefined {
+          return connect(o, cb!, (socket) => socket);
+        }
+      }
+      a = new SocksHttpAgent({ keepAlive: true });
+    }
     agents.set(key, a);
   }
   return a;

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, get, type IncomingMessage, type Server as HttpServer } from 'node:http';
+import { createServer as createHttpsServer, get as httpsGet } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -29,6 +30,8 @@ describe('SOCKS5 in the library, against a real proxy', { timeout: 60_000 }, () 
   let grpcPort = 0;
   let web: HttpServer | undefined;
   let webPort = 0;
+  let secureWeb: HttpServer | undefined;
+  let secureWebPort = 0;
   const authorities: string[] = [];
   const hostHeaders: string[] = [];
 
@@ -62,11 +65,17 @@ describe('SOCKS5 in the library, against a real proxy', { timeout: 60_000 }, () 
       res.end('through the proxy\n');
     });
     webPort = await new Promise<number>((resolve) => web!.listen(0, '127.0.0.1', () => resolve((web!.address() as { port: number }).port)));
+    secureWeb = createHttpsServer({ key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) }, (req, res) => {
+      hostHeaders.push(req.headers.host ?? '');
+      res.end('through the proxy, over TLS\n');
+    });
+    secureWebPort = await new Promise<number>((resolve) => secureWeb!.listen(0, '127.0.0.1', () => resolve((secureWeb!.address() as { port: number }).port)));
   });
 
   after(async () => {
     grpc?.forceShutdown();
     web?.close();
+    secureWeb?.close();
     await socks?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
@@ -85,7 +94,7 @@ describe('SOCKS5 in the library, against a real proxy', { timeout: 60_000 }, () 
 
   it('HTTP through the agent carries the real Host, the name resolved by the proxy', async () => {
     const body = await new Promise<string>((resolve, reject) => {
-      get(`http://${WEB_NAME}:${webPort}/x`, { agent: socksAgent(proxy) }, (res: IncomingMessage) => {
+      get(`http://${WEB_NAME}:${webPort}/x`, { agent: socksAgent(proxy, false) }, (res: IncomingMessage) => {
         let s = '';
         res.setEncoding('utf8');
         res.on('data', (c: string) => (s += c));
@@ -95,6 +104,22 @@ describe('SOCKS5 in the library, against a real proxy', { timeout: 60_000 }, () 
     assert.equal(body, 'through the proxy\n');
     assert.deepEqual(hostHeaders, [`${WEB_NAME}:${webPort}`]);
     assert.ok(socks.connects().includes(`${WEB_NAME} 127.0.0.1:${webPort}`), socks.connects().join(', '));
+  });
+
+  it('HTTPS through the agent checks the certificate against the real name', async () => {
+    const fetchVia = (ca?: Buffer) =>
+      new Promise<string>((resolve, reject) => {
+        httpsGet(`https://${GRPC_NAME}:${secureWebPort}/y`, { agent: socksAgent(proxy, true), ...(ca ? { ca } : {}) }, (res: IncomingMessage) => {
+          let s = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (s += c));
+          res.on('end', () => resolve(s));
+        }).on('error', reject);
+      });
+    assert.equal(await fetchVia(readFileSync(join(dir, 'cert.pem'))), 'through the proxy, over TLS\n');
+    assert.ok(hostHeaders.includes(`${GRPC_NAME}:${secureWebPort}`), hostHeaders.join(', '));
+    // Without the CA the self-signed certificate is refused: TLS is really checked.
+    await assert.rejects(fetchVia(), /self-signed certificate/);
   });
 
   it('each failure names the proxy and, where it got that far, the target and its reason', async () => {

@@ -208,7 +208,7 @@ export class S3Store implements FragmentStore {
       requestHandler: {
         connectionTimeout: opts.connectTimeoutMs ?? 5000,
         // Through a SOCKS proxy when one is set: the endpoint's name is resolved by the proxy.
-        ...(socks ? { httpAgent: socksAgent(socks), httpsAgent: socksAgent(socks) } : {}),
+        ...(socks ? { httpAgent: socksAgent(socks, false), httpsAgent: socksAgent(socks, true) } : {}),
       },
       // Checksums only where S3 requires them: S3-compatible servers vary in what they accept,
       // and fragment content is checked by its SHA-1 sum anyway.

@@ -220,7 +220,7 @@ export async function checkStoreHealth(store: FragmentStore, opts: HealthOptions
         return res.text();
       }
       // fetch() takes no http.Agent: through a SOCKS proxy, node:http(s) with the proxy's agent.
-      return await getText(signed, socksAgent(socks), opts.signal);
+      return await getText(signed, socksAgent(socks, signed.startsWith('https:')), opts.signal);
     });
     if (body !== HEALTH_CONTENT) throw new StoreHealthError(`store ${store.url}: health check fetch returned ${JSON.stringify(body)}`);
   } // else a file:// URL: nothing to fetch

@@ -23,7 +23,7 @@ function httpGet(url: URL, acceptEncoding: string, signal?: AbortSignal): Promis
   const req = url.protocol === 'https:' ? httpsRequest : httpRequest;
   const socks = socksServer();
   return new Promise((resolve, reject) => {
-    const r = req(url, { method: 'GET', headers: { 'accept-encoding': acceptEncoding }, signal, ...(socks ? { agent: socksAgent(socks) } : {}) }, (res) => {
+    const r = req(url, { method: 'GET', headers: { 'accept-encoding': acceptEncoding }, signal, ...(socks ? { agent: socksAgent(socks, url.protocol === 'https:') } : {}) }, (res) => {
       if (res.statusCode !== 200) {
         res.resume();
         reject(new DirectReadError(`fetching fragment ${url.origin}${url.pathname}: HTTP ${res.statusCode} ${res.statusMessage ?? ''}`.trim()));
