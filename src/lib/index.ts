@@ -15,3 +15,5 @@ export * from './config/ini.js';
 // protos from its package directory when imported, which the CLI bundle must not pay for.)
 export * from './stores/index.js';
 export * from './concurrency.js';
+// SOCKS5 proxies for every connection (docs/networking.md).
+export { setSocksServer, socksServer, parseSocksServer, formatSocksServer, socksConnect, socksAgent, SocksConnectError, type SocksServer } from './socks.js';

@@ -12,6 +12,7 @@ import { DEFAULT_RUN_BUDGET, DEFAULT_RUN_CONCURRENCY, FragmentRunError, readFrag
 import { pieces, releaser } from './direct/piece-pool.js';
 import { backoff, grpcCode, isTransientBrokerStatus, isTransientStreamCode, isUnavailable, sleep } from './retry.js';
 import { latestSocksFailure } from '../socks.js';
+import { formatGoDuration } from '../protocol/duration.js';
 import { describeGrpcError } from './rpc.js';
 
 /** One step of a read. Metadata steps carry `fragment`/`writeHead` and empty `content`. */
@@ -321,7 +322,7 @@ export class Reader implements AsyncIterable<ReadChunk> {
         if (limit > 0 && Date.now() - unreachableSince >= limit) {
           // Through a SOCKS proxy, grpc-js only saw its tunnel drop: the proxy's words say why.
           const why = latestSocksFailure() ?? describeGrpcError(failure);
-          throw new TransportError(`reading ${this.journal}: no broker could be reached for ${Math.round(limit / 1000)}s: ${why}`, grpcCode(failure), { cause: failure });
+          throw new TransportError(`reading ${this.journal}: no broker could be reached for ${formatGoDuration(BigInt(limit) * 1_000_000n)}: ${why}`, grpcCode(failure), { cause: failure });
         }
       } else {
         unreachableSince = undefined;
