@@ -4,8 +4,9 @@
 #   scripts/setup.sh demo   npm packages, Debian's etcd-server and libdeflate-dev: all the demo
 #                           needs (it runs on our own brokers), no Go toolchain.
 #   scripts/setup.sh [all]  the above, plus what the tests and benchmarks need: zstd, zsh, fish,
-#                           and the reference Go peers (gazette broker, Go gazctl, etcd 3.6,
-#                           versitygw) built from the Go module proxy.
+#                           iproute2, openssl, and the reference Go peers (gazette broker, Go
+#                           gazctl, etcd 3.6, versitygw, a SOCKS5 server) built from the Go
+#                           module proxy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
@@ -29,6 +30,11 @@ command -v openssl >/dev/null 2>&1 || apt_pkgs+=(openssl)  # test certificates (
 if [ "$what" = all ] && ! command -v zstd >/dev/null 2>&1; then apt_pkgs+=(zstd); fi
 if [ "$what" = all ] && ! command -v zsh >/dev/null 2>&1; then apt_pkgs+=(zsh); fi
 if [ "$what" = all ] && ! command -v fish >/dev/null 2>&1; then apt_pkgs+=(fish); fi
+# The SOCKS tests (test/integration/socks*.test.ts) run gazctl in a network namespace set up
+# with `ip` (iproute2; unshare and nsenter are util-linux, always there) and make a certificate
+# with openssl.
+if [ "$what" = all ] && ! command -v ip >/dev/null 2>&1; then apt_pkgs+=(iproute2); fi
+if [ "$what" = all ] && ! command -v openssl >/dev/null 2>&1; then apt_pkgs+=(openssl); fi
 if [ ${#apt_pkgs[@]} -gt 0 ]; then
   if ! command -v apt-get >/dev/null 2>&1; then
     echo "setup: please install ${apt_pkgs[*]} (no apt-get on this machine)" >&2

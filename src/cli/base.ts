@@ -13,7 +13,7 @@ import { ShardClient } from '../lib/client/shard-client.js';
 import type { CallDefaults } from '../lib/client/call.js';
 import { isUnavailable } from '../lib/client/retry.js';
 import { cleanGrpcDetails } from '../lib/client/rpc.js';
-import { formatSocksServer, setSocksServer } from '../lib/socks.js';
+import { formatSocksServer, latestSocksFailure, setSocksServer, socksServer } from '../lib/socks.js';
 import { Logger, LOG_FORMATS, LOG_LEVELS } from './log.js';
 import { installFastIsIPv6 } from './fast-ipv6.js';
 import { EXIT, UsageError, exitCodeFor } from './exit.js';
@@ -336,7 +336,8 @@ export function unreachableNote(
   service: 'broker' | 'consumer' = 'broker',
 ): string | undefined {
   if (!tty || attempt < 1 || !isUnavailable(error)) return undefined;
-  const detail = cleanGrpcDetails((error as { details?: string }).details) || (error as Error).message;
+  // Through a SOCKS proxy grpc-js only sees its tunnel drop: the proxy's reason says more.
+  const detail = (socksServer() && latestSocksFailure(10_000)) || cleanGrpcDetails((error as { details?: string }).details) || (error as Error).message;
   const budget = svc.timeoutMs > 0 ? `for up to ${formatGoDuration(BigInt(svc.timeoutMs) * 1_000_000n)} (--timeout)` : 'until interrupted (--timeout 0)';
   return `gazctl: ${service} ${svc.address} is not answering (${detail}); retrying ${budget}, Ctrl-C to stop\n`;
 }
