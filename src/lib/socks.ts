@@ -244,6 +244,10 @@ export class SocksTunnel {
           local.destroy();
         });
         remote.on('error', () => remote.destroy());
+        // HTTP/2 has no use for a half-closed connection: the target's end is the connection's,
+        // and grpc-js must hear of it at once (as it would from a direct socket), not when it
+        // next writes, or a call started meanwhile fails as dropped rather than unsent.
+        remote.on('end', () => local.destroy());
         local.on('close', () => remote.destroy());
         local.pipe(remote);
         remote.pipe(local);

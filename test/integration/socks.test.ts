@@ -194,28 +194,39 @@ describe('gazctl through a SOCKS5 proxy, from a network namespace with no other 
     for (const l of lines.slice(0, -1)) assert.match(l, /level=warning msg="read failure \(will retry\)/, describeResult(args, r));
   });
 
-  test('killing the broker under an append: retries, then one error at --timeout', async () => {
-    // Line framing commits records as they come, so the first is in before the broker goes.
-    const args = ['journals', 'append', '-l', `name=${JOURNAL}`, '--framing', 'lines', '--timeout', '3s'];
-    const p = spawnGazctl(args, { env: podEnv, wrap: inNamespace, timeoutMs: RUN_TIMEOUT_MS, keepStdinOpen: true });
-    p.child.stdin!.write('first line\n');
-    const client = new JournalClient({ address: cluster.brokerAddress });
-    try {
-      await pollUntil(
-        'the first line to commit',
-        async () => Buffer.from(await client.read({ journal: JOURNAL, offset: 0n, block: false }).readAll()).toString().endsWith('first line\n'),
-        { timeoutMs: 20_000, intervalMs: 100 },
-      );
-    } finally {
-      client.close();
-    }
+  test('killing the broker under a blocking read and an append: retries, then one error at --timeout', async () => {
+    const toBroker = () => socks.connects().filter((c) => c.startsWith(`${BROKER_NAME} `)).length;
+    const before = toBroker();
+    const readArgs = ['journals', 'read', '-l', `name=${JOURNAL}`, '--block', '--timeout', '3s'];
+    const read = spawnGazctl(readArgs, { env: podEnv, wrap: inNamespace, timeoutMs: RUN_TIMEOUT_MS });
+    const appendArgs = ['journals', 'append', '-l', `name=${JOURNAL}`, '--framing', 'lines', '--timeout', '3s', '--log.level', 'debug'];
+    const append = spawnGazctl(appendArgs, { env: podEnv, wrap: inNamespace, timeoutMs: RUN_TIMEOUT_MS, keepStdinOpen: true });
+    await pollUntil('the read to catch up', async () => read.stdoutBytes() >= data.length, { timeoutMs: 20_000, intervalMs: 50 });
+    // The append has connected (to resolve and watch its selector) and waits for its input.
+    await pollUntil('the append to reach the broker', async () => toBroker() >= before + 2, { timeoutMs: 20_000, intervalMs: 50 });
     await cluster.stopBroker(0, { graceful: false });
-    p.child.stdin!.end('second line\n');
-    const r = await p.result;
-    assert.equal(r.timedOut, false, 'no hang');
-    assert.equal(r.code, 1, describeResult(args, r));
-    const lines = r.stderr.trimEnd().split('\n');
-    assert.match(lines.at(-1)!, /^gazctl: .*SOCKS server 127\.0\.0\.1:1080 could not connect to broker\.gazette\.test:\d+ \(ConnectionRefused\)/, describeResult(args, r));
-    for (const l of lines.slice(0, -1)) assert.match(l, /level=warning/, describeResult(args, r));
+    // The record goes in once the append has seen its connection to the broker drop (its watch
+    // of the journals logs that at debug level). Sent on a connection that drops under it, an
+    // append's outcome would be unknown, and it would fail at once rather than be retried: that
+    // is the append's rule with or without a proxy, not what this test is about.
+    await pollUntil('the append to see the broker gone', async () => append.stderrText().includes('watching journals failed (will retry)'), { timeoutMs: 20_000, intervalMs: 20 });
+    append.child.stdin!.end('a record for a broker that is gone\n');
+    for (const [args, p, what] of [
+      [readArgs, read, /^gazctl: reading socks\/events: no broker could be reached for 3s: SOCKS server 127\.0\.0\.1:1080 could not connect to (broker\.gazette\.test|127\.0\.0\.1):\d+ \(ConnectionRefused\)$/],
+      // Killed while the append's first listing of its selector waited for its answer, that
+      // listing is what fails; after it, the append of the record does.
+      [appendArgs, append, /^gazctl: (appending to socks\/events: UNAVAILABLE|cannot resolve the selector to journals: broker http:\/\/broker\.gazette\.test:\d+ is unreachable): SOCKS server 127\.0\.0\.1:1080 could not connect to (broker\.gazette\.test|127\.0\.0\.1):\d+ \(ConnectionRefused\)$/],
+    ] as const) {
+      const r = await p.result;
+      assert.equal(r.timedOut, false, 'no hang');
+      assert.equal(r.code, 1, describeResult([...args], r));
+      const lines = r.stderr.trimEnd().split('\n');
+      // One error line (with --log.level debug, the append's is followed by its stack trace).
+      const errors = lines.filter((l) => l.startsWith('gazctl: '));
+      assert.equal(errors.length, 1, describeResult([...args], r));
+      assert.match(errors[0]!, what, describeResult([...args], r));
+      assert.ok(lines.some((l) => /level=warning/.test(l)), `a warning when the retries start: ${describeResult([...args], r)}`);
+      if (p === read) assert.equal(lines.at(-1), errors[0], 'the error comes last, after the warnings');
+    }
   });
 });

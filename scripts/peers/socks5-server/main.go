@@ -7,7 +7,9 @@
 // With -listen (repeatable) it serves SOCKS5 (no authentication, CONNECT) on each address, a
 // TCP host:port or unix:<path>, and prints each bound address on its own line of stdout once
 // all are listening. Every CONNECT is logged on stderr ("CONNECT <name> <ip:port>") so that a
-// test can see which targets went through it. Names given with -host (repeatable, name=ip)
+// test can see which targets went through it; then "OPEN <ip:port>" when the target answered
+// (or "FAILED <ip:port>: <why>"), and "CLOSE <ip:port>" when the proxy is done with that
+// connection (once the client has closed its side too). Names given with -host (repeatable, name=ip)
 // resolve to that address here and nowhere else; with -only-hosts, other names do not resolve
 // at all. Names are always resolved by this server (clients send them unresolved).
 //
@@ -66,6 +68,20 @@ func (l logRule) Allow(ctx context.Context, req *socks5.Request) (context.Contex
 	}
 	l.log.Printf("CONNECT %s %s", name, net.JoinHostPort(req.DestAddr.IP.String(), fmt.Sprint(req.DestAddr.Port)))
 	return ctx, true
+}
+
+// loggedConn logs when the proxy is done with a target connection ("CLOSE <ip:port>"): go-socks5
+// closes it once both directions of the relay have ended, so after the client closed its side.
+type loggedConn struct {
+	net.Conn
+	log  *log.Logger
+	once sync.Once
+}
+
+func (c *loggedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { c.log.Printf("CLOSE %s", c.Conn.RemoteAddr()) })
+	return err
 }
 
 func listen(addr string) (net.Listener, error) {
@@ -154,7 +170,17 @@ func main() {
 			}
 			r.hosts[strings.ToLower(name)] = net.ParseIP(ip)
 		}
-		srv, err := socks5.New(&socks5.Config{Resolver: r, Rules: logRule{logger}, Logger: logger})
+		dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+			var d net.Dialer
+			c, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				logger.Printf("FAILED %s: %v", addr, err)
+				return nil, err
+			}
+			logger.Printf("OPEN %s", c.RemoteAddr())
+			return &loggedConn{Conn: c, log: logger}, nil
+		}
+		srv, err := socks5.New(&socks5.Config{Resolver: r, Rules: logRule{logger}, Logger: logger, Dial: dial})
 		if err != nil {
 			logger.Fatal(err)
 		}
