@@ -260,6 +260,8 @@ export abstract class GazctlCommand extends Command {
     if (err.code === 16) {
       // UNAUTHENTICATED: the service verifies tokens (--broker.auth-keys on its side).
       const svc = this.groupName === 'shards' && /shard/i.test(err.message) ? 'consumer' : 'broker';
+      // A broker relaying a peer's refusal of its own token: the brokers' keys differ.
+      if (/refused this broker's proxied call/.test(err.message)) return ' (the brokers do not accept each other\'s tokens: give every broker the same --broker.auth-keys; the keys given to gazctl were accepted)';
       const why = /missing or empty Authorization/.test(err.message) ? 'requires authorization' : 'refused the authorization sent';
       return ` (the ${svc} ${why}: pass the cluster's signing keys with --${svc}.auth-keys, or a bearer token with --${svc}.auth-token)`;
     }

@@ -9,9 +9,19 @@ const READ = 1 << 3;
 const APPEND = 1 << 4;
 const HOUR = 3600;
 
-function grpcError(e: unknown): Partial<ServiceError> {
+/**
+ * The error to end the client's call with, for a failed forward to `endpoint`. A peer that refuses
+ * this broker's own token is a problem between brokers (their `--broker.auth-keys` differ), not
+ * of the client's token, so the message says which broker refused and why; otherwise the peer's
+ * status passes through as it is.
+ */
+export function grpcError(e: unknown, endpoint?: string): Partial<ServiceError> {
   const se = e as Partial<ServiceError>;
-  return { code: se.code ?? GrpcStatus.UNAVAILABLE, details: se.details ?? (e as Error).message, message: (e as Error).message, metadata: new Metadata() };
+  let details = se.details ?? (e as Error).message;
+  if (se.code === GrpcStatus.UNAUTHENTICATED && endpoint !== undefined) {
+    details = `peer broker ${endpoint} refused this broker's proxied call (brokers must share --broker.auth-keys): ${details}`;
+  }
+  return { code: se.code ?? GrpcStatus.UNAVAILABLE, details, message: details, metadata: new Metadata() };
 }
 
 /** A broker to forward to, with the header that names it. */
@@ -60,7 +70,8 @@ export function proxyRead(peers: Peers, targets: ProxyTarget[], call: ServerWrit
         // a failed stream must not end the call (nor the call we moved on to).
         failed = true;
         if (!answered && !cancelled && k + 1 < targets.length && unreachable(e)) return attempt(k + 1);
-        call.emit('error', Object.assign(new Error((e as Error).message), grpcError(e)));
+        const ge = grpcError(e, t.endpoint);
+        call.emit('error', Object.assign(new Error(ge.details), ge));
         resolve();
       });
       stream.on('end', () => {
@@ -83,7 +94,7 @@ export function proxyAppend(
 ): Promise<AppendResponse> {
   return new Promise((resolve, reject) => {
     const md = peers.metadata({ cap: APPEND, sel: nameSelector(first.journal), ttlSec: HOUR });
-    const up = peers.client(endpoint).append(md, (err, res) => (err ? reject(grpcError(err)) : resolve(res)));
+    const up = peers.client(endpoint).append(md, (err, res) => (err ? reject(grpcError(err, endpoint)) : resolve(res)));
     call.on('cancelled', () => up.cancel());
     up.write({ ...first, header });
     void (async () => {
@@ -111,7 +122,7 @@ export async function proxyFragments(peers: Peers, targets: ProxyTarget[], req: 
       });
     } catch (e) {
       if (k + 1 < targets.length && unreachable(e)) continue;
-      throw grpcError(e);
+      throw grpcError(e, t.endpoint);
     }
   }
 }
