@@ -20,6 +20,11 @@ function inPty(args: string[], env: Record<string, string | undefined>): string 
   const e = gazctlEnv();
   delete e.NO_COLOR;
   delete e.FORCE_COLOR;
+  // Colour detection (supports-color, used by oclif's help) turns colour off under a CI variable
+  // or a dumb terminal; this test is about NO_COLOR alone, so it runs as an interactive terminal.
+  delete e.CI;
+  delete e.CONTINUOUS_INTEGRATION;
+  e.TERM = 'xterm-256color';
   for (const [k, v] of Object.entries(env)) {
     if (v === undefined) delete e[k];
     else e[k] = v;
