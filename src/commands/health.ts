@@ -9,6 +9,7 @@ import {
   durationOption,
   listOption,
   oclifFlags,
+  optionalStringOption,
   options,
   resolveOptions,
   OptionValueError,
@@ -20,6 +21,7 @@ import { findIniFile, loadIni } from '../lib/config/ini.js';
 import { JournalClient } from '../lib/client/journal-client.js';
 import { ShardClient } from '../lib/client/shard-client.js';
 import { etcdMemberStatus } from '../lib/keyspace/status.js';
+import { EtcdTlsError, loadEtcdTls, type EtcdTls } from '../lib/keyspace/tls.js';
 import { formatGoDuration } from '../lib/protocol/duration.js';
 import { GazctlError } from '../lib/protocol/errors.js';
 import { Status } from '../lib/protocol/gen/broker/protocol.js';
@@ -52,6 +54,10 @@ const ETCD_OPTIONS = options({
       return eps;
     },
   } as OptionSpec<string[]>,
+  // As the daemons' --etcd.* options (and etcdctl's): used for https:// endpoints.
+  'etcd.cert-file': optionalStringOption({ description: 'Client TLS certificate presented to etcd (one that runs with --client-cert-auth).', env: 'ETCD_CERT_FILE', helpGroup: 'ETCD', ini: { field: 'CertFile' } }),
+  'etcd.cert-key-file': optionalStringOption({ description: 'Private key of --etcd.cert-file.', env: 'ETCD_CERT_KEY_FILE', helpGroup: 'ETCD', ini: { field: 'CertKeyFile' } }),
+  'etcd.trusted-ca-file': optionalStringOption({ description: "CA certificate used to verify etcd's server certificate (default: the system roots).", env: 'ETCD_TRUSTED_CA_FILE', helpGroup: 'ETCD', ini: { field: 'TrustedCAFile' } }),
 });
 
 /** --timeout when it is not set: one round's deadline, or the whole wait of --exit-when-healthy. */
@@ -129,7 +135,15 @@ See docs/health.md for alerting examples.`;
       'consumer.address': { ...shardsOptions['consumer.address'], fallback: { value: undefined } } as OptionSpec<string | undefined>,
     });
     const consumerValues = resolveOptions(consumerSet, src) as Record<string, unknown>;
-    const etcd = resolveOptions(ETCD_OPTIONS, { ...src, group: 'journals', section: 'etcd' })['etcd.address'];
+    const etcdValues = resolveOptions(ETCD_OPTIONS, { ...src, group: 'journals', section: 'etcd' });
+    const etcd = etcdValues['etcd.address'];
+    let etcdTls: EtcdTls | undefined;
+    try {
+      etcdTls = loadEtcdTls({ certFile: etcdValues['etcd.cert-file'], certKeyFile: etcdValues['etcd.cert-key-file'], trustedCAFile: etcdValues['etcd.trusted-ca-file'] });
+    } catch (e) {
+      if (e instanceof EtcdTlsError) throw new UsageError(`--etcd.${e.option}: ${e.message}`);
+      throw e;
+    }
     const timeoutSpec = { ...journalsOptions.timeout, fallback: { value: undefined } } as OptionSpec<bigint | undefined>;
     const timeoutNs = resolveOptions({ timeout: timeoutSpec }, { ...src, group: 'journals' }).timeout;
 
@@ -154,7 +168,7 @@ See docs/health.md for alerting examples.`;
             authToken: opt(consumerValues['consumer.auth-token']),
             cacheSize: 0,
           };
-    const probes = new ClientProbes(broker, consumer, etcd, flags.selector);
+    const probes = new ClientProbes(broker, consumer, etcd, flags.selector, etcdTls);
 
     const ac = new AbortController();
     const stop = () => ac.abort();
@@ -224,6 +238,7 @@ class ClientProbes implements HealthProbes {
     private readonly consumer: ServiceOptions | undefined,
     readonly etcdEndpoints: readonly string[],
     private readonly selector: ReturnType<typeof parseLabelSelector>,
+    private readonly etcdTls?: EtcdTls,
   ) {
     this.brokerAddress = broker.address;
     this.consumerAddress = consumer?.address;
@@ -265,7 +280,7 @@ class ClientProbes implements HealthProbes {
   }
 
   etcdStatus(endpoint: string, signal: AbortSignal) {
-    return etcdMemberStatus(endpoint, this.broker.timeoutMs > 0 ? this.broker.timeoutMs : DEFAULT_TIMEOUT_MS, signal);
+    return etcdMemberStatus(endpoint, this.broker.timeoutMs > 0 ? this.broker.timeoutMs : DEFAULT_TIMEOUT_MS, signal, this.etcdTls);
   }
 
   async statShard(id: string, readThrough: Record<string, bigint>, signal: AbortSignal) {

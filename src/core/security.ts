@@ -8,6 +8,9 @@
 //     members (a broker's proxied reads and appends and its Replicate streams; a consumer's
 //     proxied Stat): the certificate presented, and the CA that peers' certificates must chain
 //     to (the system roots when not given).
+//   * `--etcd.trusted-ca-file` / `--etcd.cert-file` / `--etcd.cert-key-file` are the client
+//     side of the daemon's etcd connection, used for `https://` etcd endpoints only, as
+//     upstream's (lib/keyspace/tls.ts).
 //   * `--*.auth-keys` makes every call carry a bearer token signed by one of the keys
 //     (lib/client/verify.ts); the daemon signs its own calls to peers with the first key.
 
@@ -19,6 +22,7 @@ import { AuthError, KeyVerifier } from '../lib/client/verify.js';
 import type { LabelSelector } from '../lib/protocol/gen/broker/protocol.js';
 import { rewritePrefixLabels } from '../lib/protocol/selector.js';
 import { UsageError } from './options.js';
+import { EtcdTlsError, etcdEndpointsSecure, loadEtcdTls, type EtcdTls } from '../lib/keyspace/tls.js';
 
 export interface TlsFiles {
   certFile: string;
@@ -36,6 +40,41 @@ export interface Security {
   verifier?: KeyVerifier;
   /** Signs this daemon's own calls to its peers (nothing when auth keys are not set). */
   authorize: Authorizer;
+  /** CA and client certificate of the etcd connection (https:// etcd endpoints only). */
+  etcd?: EtcdTls;
+}
+
+/** The `--etcd.address` list as the keyspace client takes it. */
+export function etcdEndpoints(address: string): string[] {
+  return address.split(',').map((s) => s.trim());
+}
+
+/**
+ * TLS towards etcd from the `--etcd.*` options: read and checked when the endpoints are
+ * https://, as upstream reads them only then; undefined otherwise. A bad file (or a mix of
+ * http:// and https:// endpoints) is a UsageError naming the option.
+ */
+export function buildEtcdTls(address: string, files: { certFile?: string; certKeyFile?: string; trustedCAFile?: string }): EtcdTls | undefined {
+  let secure: boolean;
+  try {
+    secure = etcdEndpointsSecure(etcdEndpoints(address));
+  } catch (e) {
+    throw new UsageError(`--etcd.address: ${(e as Error).message}`);
+  }
+  if (!secure) return undefined;
+  try {
+    return loadEtcdTls(files);
+  } catch (e) {
+    if (e instanceof EtcdTlsError) throw new UsageError(`--etcd.${e.option}: ${e.message}`);
+    throw e;
+  }
+}
+
+/** The one start-up line for etcd TLS options given with http:// etcd endpoints (they are unused). */
+export function unusedEtcdTlsNote(address: string, files: { certFile?: string; certKeyFile?: string; trustedCAFile?: string }): string | undefined {
+  const set = ([['cert-file', files.certFile], ['cert-key-file', files.certKeyFile], ['trusted-ca-file', files.trustedCAFile]] as const).filter(([, v]) => v);
+  if (set.length === 0 || etcdEndpoints(address).some((e) => /^https:\/\//i.test(e))) return undefined;
+  return `${set.map(([n]) => `--etcd.${n}`).join(', ')} ignored: --etcd.address ${address} is not https://`;
 }
 
 function read(path: string, what: string, flag: string): Buffer {

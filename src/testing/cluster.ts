@@ -32,7 +32,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Status } from '../lib/protocol/gen/broker/protocol.js';
 import { DEFAULT_BROKER_ROOT, memberKey } from '../lib/keyspace/keys.js';
-import { etcdHealthy, etcdRevision, getKey, revokeLease, startEtcd, type EtcdProcess, type EtcdServer } from './etcd.js';
+import { etcdHealthy, etcdRevision, getKey, revokeLease, startEtcd, type EtcdProcess, type EtcdServer, type EtcdTlsFiles } from './etcd.js';
 import { freePorts } from './ports.js';
 import { PollAbort, pollUntil, registerExitCleanup } from './process.js';
 import { brokerImplFromEnv, type BrokerImpl, type BrokerProcess, type BrokerStartOptions } from './brokers.js';
@@ -79,6 +79,12 @@ export interface StartClusterOptions {
    * trust `caFile`.
    */
   tls?: { certFile: string; keyFile: string; caFile: string };
+  /**
+   * Run etcd with client TLS (https://, client certificates required unless `clientCertAuth` is
+   * false; see `StartEtcdOptions.tls`); every broker, and consumers started with
+   * `startConsumers`, get the `--etcd.*` flags to dial it (`cluster.etcd.clientArgs`).
+   */
+  etcdTls?: EtcdTlsFiles;
   /** `--broker.auth-keys` of every broker; the harness's own calls are signed with the first key. */
   authKeys?: string;
   /**
@@ -315,7 +321,7 @@ export async function startCluster(o: StartClusterOptions = {}): Promise<Cluster
   const ports = await freePorts(2 + n);
   let etcd: EtcdProcess;
   try {
-    etcd = await startEtcd({ dir: join(tempDir, 'etcd'), clientPort: ports[0]!, peerPort: ports[1]!, server: o.etcd });
+    etcd = await startEtcd({ dir: join(tempDir, 'etcd'), clientPort: ports[0]!, peerPort: ports[1]!, server: o.etcd, ...(o.etcdTls ? { tls: o.etcdTls } : {}) });
   } catch (e) {
     if (!keepTemp) await rm(tempDir, { recursive: true, force: true });
     throw e;
@@ -324,6 +330,7 @@ export async function startCluster(o: StartClusterOptions = {}): Promise<Cluster
   const secArgs = [
     ...(o.tls ? [`--broker.server-cert-file=${o.tls.certFile}`, `--broker.server-cert-key-file=${o.tls.keyFile}`, `--broker.peer-ca-file=${o.tls.caFile}`] : []),
     ...(o.authKeys ? [`--broker.auth-keys=${o.authKeys}`] : []),
+    ...etcd.clientArgs,
   ];
   if (o.tls || o.authKeys) cluster.clientSecurity = { ...(o.tls ? { caFile: o.tls.caFile } : {}), ...(o.authKeys ? { authKeys: o.authKeys } : {}) };
   try {

@@ -459,6 +459,8 @@ export async function startConsumers(cluster: Cluster, o: StartConsumersOptions 
   const secArgs = [
     ...(o.tls ? [`--consumer.server-cert-file=${o.tls.certFile}`, `--consumer.server-cert-key-file=${o.tls.keyFile}`, `--consumer.peer-ca-file=${o.tls.caFile}`] : []),
     ...(o.authKeys ? [`--consumer.auth-keys=${o.authKeys}`] : []),
+    // Flags to dial a TLS etcd (none for a plain one).
+    ...cluster.etcd.clientArgs,
   ];
   if (o.tls || o.authKeys) group.clientSecurity = { ...(o.tls ? { trustedCAFile: o.tls.caFile } : {}), ...(o.authKeys ? { authKeys: o.authKeys } : {}) };
   try {

@@ -16,7 +16,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { Keyspace, type KeyValue } from '../lib/keyspace/index.js';
+import { Keyspace, loadEtcdTls, type EtcdTls, type KeyValue } from '../lib/keyspace/index.js';
 import { peerBinary } from './peers.js';
 import { freePorts } from './ports.js';
 import { PollAbort, pollUntil, registerExitCleanup, scrubEnv, spawnManaged, type ManagedProcess } from './process.js';
@@ -71,11 +71,44 @@ export interface StartEtcdOptions {
   readyTimeoutMs?: number;
   /** Extra etcd flags. */
   extraArgs?: string[];
+  /**
+   * Serve clients TLS (an `https://` endpoint) with this certificate and key, and require client
+   * certificates signed by `caFile` (etcd's --client-cert-auth) unless `clientCertAuth` is false.
+   * The harness's own clients (connect(), the helpers below) present the same certificate, which
+   * must allow client use (`makeTestCerts`' does). Peer traffic stays plain.
+   */
+  tls?: EtcdTlsFiles;
+}
+
+/** etcd's client TLS: server certificate and key, and the CA of client certificates. */
+export interface EtcdTlsFiles {
+  certFile: string;
+  keyFile: string;
+  caFile: string;
+  /** Require client certificates (default true). */
+  clientCertAuth?: boolean;
+}
+
+/**
+ * Client TLS of the etcds started here, by endpoint, so the endpoint-taking helpers below reach
+ * a TLS etcd without their callers passing anything.
+ */
+const clientTlsByEndpoint = new Map<string, EtcdTls>();
+
+/** A keyspace client for `endpoint` (with the client TLS of an etcd started here). */
+function keyspaceFor(endpoint: string): Keyspace {
+  const tls = clientTlsByEndpoint.get(endpoint);
+  return new Keyspace({ endpoints: endpoint, ...(tls ? { tls } : {}) });
 }
 
 export interface EtcdProcess {
-  /** Client URL, `http://127.0.0.1:<port>`. */
+  /** Client URL, `http://127.0.0.1:<port>` (`https://` with the `tls` option). */
   readonly endpoint: string;
+  /**
+   * The `--etcd.*` TLS flags a broker or consumer (ours or upstream's) needs to dial this etcd
+   * with the harness's client certificate; empty without the `tls` option.
+   */
+  readonly clientArgs: readonly string[];
   readonly clientPort: number;
   readonly peerPort: number;
   readonly dataDir: string;
@@ -109,7 +142,13 @@ export async function startEtcd(opts: StartEtcdOptions = {}): Promise<EtcdProces
     clientPort ??= a!;
     peerPort ??= b!;
   }
-  const endpoint = `http://127.0.0.1:${clientPort}`;
+  const tls = opts.tls;
+  const endpoint = `${tls ? 'https' : 'http'}://127.0.0.1:${clientPort}`;
+  const tlsArgs = tls
+    ? [`--cert-file=${tls.certFile}`, `--key-file=${tls.keyFile}`, `--trusted-ca-file=${tls.caFile}`, ...(tls.clientCertAuth === false ? [] : ['--client-cert-auth'])]
+    : [];
+  const clientArgs = tls ? [`--etcd.trusted-ca-file=${tls.caFile}`, `--etcd.cert-file=${tls.certFile}`, `--etcd.cert-key-file=${tls.keyFile}`] : [];
+  if (tls) clientTlsByEndpoint.set(endpoint, loadEtcdTls({ certFile: tls.certFile, certKeyFile: tls.keyFile, trustedCAFile: tls.caFile })!);
   const peerUrl = `http://127.0.0.1:${peerPort}`;
   const dataDir = join(dir, 'data');
   const logFile = join(dir, 'etcd.log');
@@ -130,6 +169,7 @@ export async function startEtcd(opts: StartEtcdOptions = {}): Promise<EtcdProces
         '--log-level=warn',
         // Test data is throw-away: skip fsync, which dominates etcd latency on CI disks.
         '--unsafe-no-fsync',
+        ...tlsArgs,
         ...serverArgs,
         ...(opts.extraArgs ?? []),
       ],
@@ -154,6 +194,7 @@ export async function startEtcd(opts: StartEtcdOptions = {}): Promise<EtcdProces
   };
   const stop = async (): Promise<void> => {
     await halt();
+    clientTlsByEndpoint.delete(endpoint);
     if (ownDir) {
       await rm(dir, { recursive: true, force: true });
       unregister();
@@ -168,6 +209,7 @@ export async function startEtcd(opts: StartEtcdOptions = {}): Promise<EtcdProces
   }
   return {
     endpoint,
+    clientArgs,
     clientPort,
     peerPort,
     dataDir,
@@ -181,14 +223,14 @@ export async function startEtcd(opts: StartEtcdOptions = {}): Promise<EtcdProces
       proc = spawn();
       await waitHealthy();
     },
-    connect: () => new Keyspace({ endpoints: endpoint }),
+    connect: () => keyspaceFor(endpoint),
     stop,
   };
 }
 
 /** Run `fn` with a keyspace client for `endpoint` that is closed afterwards. */
 export async function withKeyspace<T>(endpoint: string, fn: (ks: Keyspace) => Promise<T>): Promise<T> {
-  const ks = new Keyspace({ endpoints: endpoint });
+  const ks = keyspaceFor(endpoint);
   try {
     return await fn(ks);
   } finally {

@@ -28,7 +28,7 @@ import { startServer } from './server.js';
 import { journalService } from './service.js';
 import { flushService } from './flush.js';
 import { ClusterView } from './view.js';
-import { buildSecurity, serviceEndpoint, type Security } from '../security.js';
+import { buildEtcdTls, buildSecurity, etcdEndpoints, serviceEndpoint, unusedEtcdTlsNote, type Security } from '../security.js';
 import { warnUnresolvableEtcd } from '../etcd-names.js';
 
 export async function serve(config: ServeConfig, security: Security = buildSecurity('broker', { certFile: '', keyFile: '', caFile: '' }, { certFile: '', keyFile: '', caFile: '' }, '')): Promise<number> {
@@ -37,8 +37,12 @@ export async function serve(config: ServeConfig, security: Security = buildSecur
   const id = { zone: config.zone, suffix: config.id || `${hostname().split('.')[0]}-${randomBytes(4).toString('hex')}` };
   const host = config.host || hostname();
 
-  const ks = new Keyspace({ endpoints: config.etcdAddress.split(',').map((s) => s.trim()), debug: (msg, f) => log.debug(msg, f) });
-  void warnUnresolvableEtcd(config.etcdAddress.split(',').map((s) => s.trim()), log);
+  const etcdFiles = { certFile: config.etcdCertFile, certKeyFile: config.etcdCertKeyFile, trustedCAFile: config.etcdTrustedCAFile };
+  const etcdTls = security.etcd ?? buildEtcdTls(config.etcdAddress, etcdFiles);
+  const unusedTls = unusedEtcdTlsNote(config.etcdAddress, etcdFiles);
+  if (unusedTls) log.warn(unusedTls);
+  const ks = new Keyspace({ endpoints: etcdEndpoints(config.etcdAddress), ...(etcdTls ? { tls: etcdTls } : {}), debug: (msg, f) => log.debug(msg, f) });
+  void warnUnresolvableEtcd(etcdEndpoints(config.etcdAddress), log);
   const view = new ClusterView(ks, config.etcdPrefix, log, config.watchDelayMs);
   const metrics = new Metrics();
   const stores = new Map<string, FragmentStore>();

@@ -3,9 +3,10 @@
 //
 // A flag is `--name=value` or `--name value`; a boolean flag takes no value (or `=true|false`).
 // A flag given on the command line wins over its environment variable, which wins over the
-// default. TLS and auth keys work as upstream's (see core/security.ts). Options we do not
-// implement (etcd TLS, CORS, auto-suspend, the debug port) are accepted by name for drop-in
-// compatibility and refused with one clear line when set, rather than silently ignored.
+// default. TLS and auth keys work as upstream's (see core/security.ts), and so does TLS to etcd
+// (lib/keyspace/tls.ts). Options we do not implement (CORS, auto-suspend, the debug port) are
+// accepted by name for drop-in compatibility and refused with one clear line when set, rather
+// than silently ignored.
 
 import { LOG_LEVELS as LEVELS, type LogLevel } from '../log.js';
 import { optionHelpLine, parseBool, parseDurationNs, parseInt10, UsageError } from '../options.js';
@@ -27,6 +28,10 @@ export interface ServeConfig {
   /** Endpoint advertised in the member key instead of http(s)://<host>:<port> ('' when not set). */
   advertise: string;
   etcdAddress: string;
+  /** TLS files for https:// etcd endpoints ('' when not set). */
+  etcdCertFile: string;
+  etcdCertKeyFile: string;
+  etcdTrustedCAFile: string;
   etcdLeaseSeconds: number;
   etcdPrefix: string;
   logLevel: LogLevel;
@@ -78,9 +83,9 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
   { name: 'broker.auth-keys', env: 'BROKER_AUTH_KEYS', kind: 'string', def: '', help: 'Whitespace or comma separated, base64-encoded keys used to sign (first key) and verify (all keys) Authorization tokens' },
   { name: 'broker.auto-suspend', env: 'BROKER_AUTO_SUSPEND', kind: 'bool', def: 'false', help: 'Automatically suspend journals which have persisted all fragments (not supported yet)', unsupported: true },
   { name: 'etcd.address', env: 'ETCD_ADDRESS', kind: 'string', def: 'http://etcd:2379', help: 'Etcd service address endpoint' },
-  { name: 'etcd.cert-file', env: 'ETCD_CERT_FILE', kind: 'string', def: '', help: 'Path to the client TLS certificate (not supported yet)', unsupported: true },
-  { name: 'etcd.cert-key-file', env: 'ETCD_CERT_KEY_FILE', kind: 'string', def: '', help: 'Path to the client TLS private key (not supported yet)', unsupported: true },
-  { name: 'etcd.trusted-ca-file', env: 'ETCD_TRUSTED_CA_FILE', kind: 'string', def: '', help: 'Path to the trusted CA of etcd (not supported yet)', unsupported: true },
+  { name: 'etcd.cert-file', env: 'ETCD_CERT_FILE', kind: 'string', def: '', help: 'Path to the client TLS certificate' },
+  { name: 'etcd.cert-key-file', env: 'ETCD_CERT_KEY_FILE', kind: 'string', def: '', help: 'Path to the client TLS private key' },
+  { name: 'etcd.trusted-ca-file', env: 'ETCD_TRUSTED_CA_FILE', kind: 'string', def: '', help: 'Path to the trusted CA for client verification of server certificates' },
   { name: 'etcd.lease', env: 'ETCD_LEASE_TTL', kind: 'duration', def: '20s', help: 'Time-to-live of Etcd lease' },
   { name: 'etcd.prefix', env: 'ETCD_PREFIX', kind: 'string', def: '/gazette/cluster', help: 'Etcd base prefix for broker state and coordination' },
   { name: 'log.level', env: 'LOG_LEVEL', kind: 'string', def: 'warn', help: 'Logging level [trace|debug|info|warn|error|fatal]' },
@@ -175,6 +180,9 @@ export function parseServeArgs(args: readonly string[], env: NodeJS.ProcessEnv):
     watchDelayMs: Number(parseDurationNs('broker.watch-delay', raw('broker.watch-delay')) / 1_000_000n),
     advertise: advertiseEndpoint(raw('broker.advertise')),
     etcdAddress: raw('etcd.address'),
+    etcdCertFile: raw('etcd.cert-file'),
+    etcdCertKeyFile: raw('etcd.cert-key-file'),
+    etcdTrustedCAFile: raw('etcd.trusted-ca-file'),
     etcdLeaseSeconds: Math.max(1, Math.round(leaseMs / 1000)),
     etcdPrefix: prefix,
     logLevel: level,

@@ -3,7 +3,7 @@
 
 import { parseServeArgs, serveHelp, UsageError } from './flags.js';
 import { serve } from './daemon.js';
-import { buildSecurity } from '../security.js';
+import { buildEtcdTls, buildSecurity } from '../security.js';
 
 export async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
@@ -29,6 +29,8 @@ export async function main(argv: string[]): Promise<number> {
       { certFile: config.peerCertFile, keyFile: config.peerCertKeyFile, caFile: config.peerCAFile },
       config.authKeys,
     );
+    const etcd = buildEtcdTls(config.etcdAddress, { certFile: config.etcdCertFile, certKeyFile: config.etcdCertKeyFile, trustedCAFile: config.etcdTrustedCAFile });
+    if (etcd) security.etcd = etcd;
   } catch (e) {
     if (e instanceof UsageError) {
       process.stderr.write(`gazette serve: ${e.message}\n`);

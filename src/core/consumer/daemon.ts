@@ -29,7 +29,7 @@ import { ConsumerMetrics } from './metrics.js';
 import { Replica, type ReplicaHost } from './replica.js';
 import { shardService } from './service.js';
 import { ShardView, type ShardEntry } from './view.js';
-import { buildSecurity, serviceEndpoint, type Security } from '../security.js';
+import { buildEtcdTls, buildSecurity, etcdEndpoints, serviceEndpoint, unusedEtcdTlsNote, type Security } from '../security.js';
 import { warnUnresolvableEtcd } from '../etcd-names.js';
 
 /** Upstream's ReplicaStatus.Reduce: the higher code wins, errors accumulate. */
@@ -60,11 +60,15 @@ export async function serveConsumer(config: ConsumerConfig & { etcdPrefix: strin
   const host = config.host || hostname();
   const prefix = config.etcdPrefix;
 
-  const ks = new Keyspace({ endpoints: config.etcdAddress.split(',').map((s) => s.trim()), debug: (msg, f) => log.debug(msg, f) });
-  void warnUnresolvableEtcd(config.etcdAddress.split(',').map((s) => s.trim()), log);
+  const security = opts.security ?? consumerSecurity(config);
+  const etcdFiles = { certFile: config.etcdCertFile, certKeyFile: config.etcdCertKeyFile, trustedCAFile: config.etcdTrustedCAFile };
+  const etcdTls = security.etcd ?? buildEtcdTls(config.etcdAddress, etcdFiles);
+  const unusedTls = unusedEtcdTlsNote(config.etcdAddress, etcdFiles);
+  if (unusedTls) log.warn(unusedTls);
+  const ks = new Keyspace({ endpoints: etcdEndpoints(config.etcdAddress), ...(etcdTls ? { tls: etcdTls } : {}), debug: (msg, f) => log.debug(msg, f) });
+  void warnUnresolvableEtcd(etcdEndpoints(config.etcdAddress), log);
   const view = new ShardView(ks, prefix, log, config.watchDelayMs);
   const metrics = new ConsumerMetrics();
-  const security = opts.security ?? consumerSecurity(config);
   const opt = (v: string | undefined) => (v ? v : undefined);
   const journals = new JournalClient(
     {
@@ -247,12 +251,14 @@ export async function serveConsumer(config: ConsumerConfig & { etcdPrefix: strin
 
 /** The consumer's TLS and authorization settings (a UsageError naming the option when a file is bad). */
 export function consumerSecurity(config: ConsumerConfig): Security {
-  return buildSecurity(
+  const security = buildSecurity(
     'consumer',
     { certFile: config.serverCertFile ?? '', keyFile: config.serverCertKeyFile ?? '', caFile: config.serverCAFile ?? '' },
     { certFile: config.peerCertFile ?? '', keyFile: config.peerCertKeyFile ?? '', caFile: config.peerCAFile ?? '' },
     config.authKeys ?? '',
   );
+  const etcd = buildEtcdTls(config.etcdAddress, { certFile: config.etcdCertFile, certKeyFile: config.etcdCertKeyFile, trustedCAFile: config.etcdTrustedCAFile });
+  return etcd ? { ...security, etcd } : security;
 }
 
 function updateOf(s: ShardEntry, a: ShardEntry['assignments'][number]) {

@@ -15,8 +15,9 @@
 //     it is the default.
 //
 // TLS and auth keys work as upstream's (core/security.ts), for the service port and for the
-// broker client. etcd TLS, CORS and the private diagnostics port are accepted for drop-in
-// compatibility, and refused with one clear line when set: this consumer does not implement them.
+// broker client, and so does TLS to etcd (lib/keyspace/tls.ts). CORS and the private
+// diagnostics port are accepted for drop-in compatibility, and refused with one clear line when
+// set: this consumer does not implement them.
 
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -41,6 +42,10 @@ export interface ConsumerConfig {
   brokerCacheTtlMs: number;
   fileRoot: string;
   etcdAddress: string;
+  /** TLS files for https:// etcd endpoints ('' or absent when not set). */
+  etcdCertFile?: string;
+  etcdCertKeyFile?: string;
+  etcdTrustedCAFile?: string;
   etcdLeaseSeconds: number;
   /** Empty: the application's default (runConsumer's `defaultPrefix`). */
   etcdPrefix: string;
@@ -117,9 +122,9 @@ export const CONSUMER_FLAGS: readonly FlagDef[] = [
   f('Broker', 'broker.cache.ttl', 'TTL', 'BROKER_CACHE_TTL', 'duration', '1m', 'Time-to-live of route cache entries.'),
   f('Broker', 'broker.file-root', 'FileRoot', 'BROKER_FILE_ROOT', 'string', '', 'Local path which roots file:// fragment URLs which are being directly read (optional)'),
   f('Etcd', 'etcd.address', 'Address', 'ETCD_ADDRESS', 'string', 'http://etcd:2379', 'Etcd service address endpoint'),
-  f('Etcd', 'etcd.cert-file', 'CertFile', 'ETCD_CERT_FILE', 'string', '', 'Path to the client TLS certificate (not supported yet)', true),
-  f('Etcd', 'etcd.cert-key-file', 'CertKeyFile', 'ETCD_CERT_KEY_FILE', 'string', '', 'Path to the client TLS private key (not supported yet)', true),
-  f('Etcd', 'etcd.trusted-ca-file', 'TrustedCAFile', 'ETCD_TRUSTED_CA_FILE', 'string', '', 'Path to the trusted CA of etcd (not supported yet)', true),
+  f('Etcd', 'etcd.cert-file', 'CertFile', 'ETCD_CERT_FILE', 'string', '', 'Path to the client TLS certificate'),
+  f('Etcd', 'etcd.cert-key-file', 'CertKeyFile', 'ETCD_CERT_KEY_FILE', 'string', '', 'Path to the client TLS private key'),
+  f('Etcd', 'etcd.trusted-ca-file', 'TrustedCAFile', 'ETCD_TRUSTED_CA_FILE', 'string', '', 'Path to the trusted CA for client verification of server certificates'),
   f('Etcd', 'etcd.lease', 'LeaseTTL', 'ETCD_LEASE_TTL', 'duration', '20s', 'Time-to-live of Etcd lease'),
   f('Etcd', 'etcd.prefix', 'Prefix', 'ETCD_PREFIX', 'string', '', 'Etcd prefix for the consumer group'),
   f('Logging', 'log.level', 'Level', 'LOG_LEVEL', 'string', 'warn', 'Logging level'),
@@ -285,6 +290,9 @@ export function toConfig(values: Map<string, string>): ConsumerConfig {
     brokerCacheTtlMs: Number(parseDurationNs('broker.cache.ttl', raw('broker.cache.ttl')) / 1_000_000n),
     fileRoot: raw('broker.file-root'),
     etcdAddress: raw('etcd.address'),
+    etcdCertFile: raw('etcd.cert-file'),
+    etcdCertKeyFile: raw('etcd.cert-key-file'),
+    etcdTrustedCAFile: raw('etcd.trusted-ca-file'),
     etcdLeaseSeconds: Math.max(1, Number(leaseNs / 1_000_000_000n)),
     etcdPrefix: prefix,
     logLevel: level,

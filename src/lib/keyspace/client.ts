@@ -21,13 +21,19 @@ import { big, decodeKv, prefixRangeEnd, type KeyValue } from './kv.js';
 import { Lease, type LeaseOptions } from './lease.js';
 import { PrefixWatch, type WatchPrefixOptions } from './watch.js';
 import { openWatchStream as openRawWatchStream } from './etcd3-internals.js';
+import { etcdEndpointsSecure, etcdTlsHint, type EtcdTls } from './tls.js';
 
 /** An etcd call failed (transport, deadline, or an error reported by etcd). */
 export class KeyspaceError extends GazctlError {}
 
 export interface KeyspaceOptions {
-  /** etcd client URLs, `http://host:port`. */
+  /** etcd client URLs, `http://host:port`, or `https://host:port` for TLS (all alike). */
   endpoints: string | string[];
+  /**
+   * CA and client certificate for `https://` endpoints (see tls.ts, `loadEtcdTls`); ignored for
+   * `http://` ones. Without it, https endpoints are verified against the system roots.
+   */
+  tls?: EtcdTls;
   /** Deadline of each unary call. Default 5 s. */
   callTimeoutMs?: number;
   /** Closes the client (and its watches and keep-alives) when aborted. */
@@ -80,7 +86,8 @@ function passThroughPolicy(): Policy {
 }
 
 function describe(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
+  const msg = e instanceof Error ? e.message : String(e);
+  return msg + etcdTlsHint(msg);
 }
 
 export class Keyspace {
@@ -100,8 +107,13 @@ export class Keyspace {
     this.endpoints = endpoints;
     const timeout = opts.callTimeoutMs ?? 5000;
     const policy = passThroughPolicy();
+    const secure = etcdEndpointsSecure(endpoints);
     this.rpc = new Etcd3({
       hosts: endpoints,
+      // etcd3 hands these to grpc-js' createSsl, where a missing CA means the system roots.
+      ...(secure && opts.tls
+        ? { credentials: { rootCertificate: opts.tls.ca as Buffer, ...(opts.tls.key ? { privateKey: opts.tls.key } : {}), ...(opts.tls.cert ? { certChain: opts.tls.cert } : {}) } }
+        : {}),
       defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + timeout }),
       faultHandling: { host: () => policy, global: policy },
       grpcOptions: {

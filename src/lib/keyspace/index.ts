@@ -9,3 +9,4 @@ export * from './client.js';
 export * from './lease.js';
 export * from './watch.js';
 export * from './status.js';
+export * from './tls.js';

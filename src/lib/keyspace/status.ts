@@ -18,6 +18,7 @@ import { BinaryReader, WireType } from '@bufbuild/protobuf/wire';
 import { parseEndpoint } from '../protocol/route.js';
 import { GazctlError } from '../protocol/errors.js';
 import { socksFailure, socksGrpcTarget, socksServer } from '../socks.js';
+import { etcdTlsHint, type EtcdTls } from './tls.js';
 
 /** An etcd member did not answer its status call (unreachable, no answer in time, bad reply). */
 export class EtcdStatusError extends GazctlError {}
@@ -69,15 +70,17 @@ export function decodeStatusResponse(buf: Uint8Array, endpoint = ''): EtcdMember
 /**
  * Asks the member at `endpoint` (http://host:port or https://) for its status within
  * `timeoutMs`. Throws EtcdStatusError when it cannot be reached or does not answer in time.
+ * `tls` (CA, client certificate) applies to https:// endpoints; without its CA the server
+ * certificate is checked against the system roots.
  */
-export function etcdMemberStatus(endpoint: string, timeoutMs: number, signal?: AbortSignal): Promise<EtcdMemberStatus> {
+export function etcdMemberStatus(endpoint: string, timeoutMs: number, signal?: AbortSignal, tls?: EtcdTls): Promise<EtcdMemberStatus> {
   let parsed: ReturnType<typeof parseEndpoint>;
   try {
     parsed = parseEndpoint(endpoint);
   } catch (e) {
     return Promise.reject(new EtcdStatusError(`etcd ${endpoint}: ${(e as Error).message}`, { cause: e }));
   }
-  const creds = parsed.secure ? credentials.createSsl() : credentials.createInsecure();
+  const creds = parsed.secure ? credentials.createSsl(tls?.ca ?? null, tls?.key ?? null, tls?.cert ?? null) : credentials.createInsecure();
   // Through the process's SOCKS proxy when one is set, as every other connection.
   const socks = parsed.unixPath === undefined ? socksServer() : undefined;
   const via = socks ? socksGrpcTarget(parsed.target, socks) : undefined;
@@ -91,7 +94,7 @@ export function etcdMemberStatus(endpoint: string, timeoutMs: number, signal?: A
       { deadline: Date.now() + timeoutMs },
       (err: ServiceError | null, res?: Buffer) => {
         signal?.removeEventListener('abort', onAbort);
-        const why = err && ((via && socksFailure(parsed.target)) || oneLine(err.details || err.message));
+        const why = err && ((via && socksFailure(parsed.target)) || oneLine(err.details || err.message) + etcdTlsHint(err.details || err.message));
         if (err) reject(new EtcdStatusError(`etcd ${endpoint}: ${why}`, { cause: err }));
         else {
           try {

@@ -87,3 +87,8 @@ test('--broker.advertise: the endpoint put in the member key, an http(s)://host:
     assert.throws(() => parseServeArgs([`--broker.advertise=${bad}`], {}), (e: unknown) => e instanceof UsageError && /--broker\.advertise/.test(e.message), bad);
   }
 });
+
+test('etcd TLS options are taken, from flags or the environment (upstream names)', () => {
+  const c = parseServeArgs(['--etcd.address=https://etcd:2379', '--etcd.trusted-ca-file=/etcd-ca.crt'], { ETCD_CERT_FILE: '/etcd.crt', ETCD_CERT_KEY_FILE: '/etcd.key' });
+  assert.deepEqual([c.etcdAddress, c.etcdTrustedCAFile, c.etcdCertFile, c.etcdCertKeyFile], ['https://etcd:2379', '/etcd-ca.crt', '/etcd.crt', '/etcd.key']);
+});

@@ -52,7 +52,9 @@ describe('consumer options', () => {
     assert.throws(() => toConfig(parseOptions(['serve', '--etcd.lease=500ms'], {}, dir).values), /at least 1s/);
     assert.throws(() => toConfig(parseOptions(['serve', '--etcd.prefix=nope'], {}, dir).values), /must start and not end with \//);
     assert.throws(() => toConfig(parseOptions(['serve', '--log.level=loud'], {}, dir).values), /--log.level/);
-    assert.throws(() => toConfig(parseOptions(['serve'], { ETCD_CERT_FILE: '/x.pem' }, dir).values), /--etcd.cert-file \(ETCD_CERT_FILE\) is not supported/);
+    // TLS to etcd is taken too (its files are read at start-up, by consumerSecurity).
+    const etcdTls = toConfig(parseOptions(['serve', '--etcd.trusted-ca-file=/ca.pem'], { ETCD_CERT_FILE: '/x.pem', ETCD_CERT_KEY_FILE: '/x.key' }, dir).values);
+    assert.deepEqual([etcdTls.etcdCertFile, etcdTls.etcdCertKeyFile, etcdTls.etcdTrustedCAFile], ['/x.pem', '/x.key', '/ca.pem']);
     // TLS and auth keys are taken (security.md), and so are https:// broker addresses.
     const sec = toConfig(parseOptions(['serve', '--broker.address=https://b:8080', '--consumer.auth-keys=a2V5', '--broker.auth-token=t'], { CONSUMER_SERVER_CERT_FILE: '/x.pem', BROKER_TRUSTED_CA_FILE: '/ca.pem' }, dir).values);
     assert.equal(sec.brokerAddress, 'https://b:8080');
