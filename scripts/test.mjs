@@ -41,7 +41,7 @@ function inConsumerSuite(file) {
 }
 
 /** Files that choose their broker implementations themselves: a second pass would repeat them. */
-const PINNED = [/^integration\/journals-flush\.test\.js$/, /^integration\/core-security\.test\.js$/, /^integration\/consumer-security\.test\.js$/, /^integration\/net-splits\.test\.js$/];
+const PINNED = [/^integration\/journals-flush\.test\.js$/, /^integration\/core-security\.test\.js$/, /^integration\/consumer-security\.test\.js$/, /^integration\/net-splits\.test\.js$/, /^integration\/etcd-tls\.test\.js$/];
 function inJournalsSuite(file) {
   const rel = file.split(/[\\/]/).slice(-2).join('/');
   return JOURNALS_SUITE.some((re) => re.test(rel)) && !PINNED.some((re) => re.test(rel));

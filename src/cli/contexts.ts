@@ -14,7 +14,7 @@
 //
 // A context holds option values by their long names: the options of the `journals` and `shards`
 // groups (service addresses, TLS files, auth, cache, zone, timeout, logging, and whatever option
-// the group gains later) and `etcd.address`. A command uses the context `--context NAME` names,
+// the group gains later) and the `etcd.*` options of gazctl health. A command uses the context `--context NAME` names,
 // else the one GAZCTL_CONTEXT names, else the file's current one, else none.
 //
 // Precedence: command line > context > gazctl.ini > environment > default. A context is chosen

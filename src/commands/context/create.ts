@@ -7,7 +7,7 @@ import Health from '../health.js';
 
 export default class ContextCreate extends GazctlCommand {
   static override summary = 'Create a context: named settings for one cluster.';
-  static override description = `Stores OPTION=VALUE settings under NAME in the contexts file ($XDG_CONFIG_HOME/gazctl/contexts.yaml, else ~/.config/gazctl/contexts.yaml; $GAZCTL_CONTEXTS_FILE names another), written with mode 0600. OPTION is the long name of an option of the journals and shards commands (broker.address, consumer.address, broker.trusted-ca-file, broker.auth-token, zone, timeout, ...) or etcd.address; each value is checked as the command line would check it.
+  static override description = `Stores OPTION=VALUE settings under NAME in the contexts file ($XDG_CONFIG_HOME/gazctl/contexts.yaml, else ~/.config/gazctl/contexts.yaml; $GAZCTL_CONTEXTS_FILE names another), written with mode 0600. OPTION is the long name of an option of the journals and shards commands (broker.address, consumer.address, broker.trusted-ca-file, broker.auth-token, zone, timeout, ...) or an etcd option (etcd.address, etcd.trusted-ca-file, ...); each value is checked as the command line would check it.
 
 A command runs with the context --context names, else $GAZCTL_CONTEXT, else the current one (gazctl context use). Its settings beat gazctl.ini and the environment; the command line beats them (gazctl print-config shows where each value comes from).`;
   static override examples = [
