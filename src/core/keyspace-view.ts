@@ -63,8 +63,7 @@ export class KeyspaceView {
 
   /** Re-read etcd's ids (a raw range answers with the response header). */
   async refreshEtcdIds(): Promise<void> {
-    const r = await this.ks.rpc.kv.range({ key: Buffer.from(this.root + '/'), count_only: true });
-    const h = r.header;
+    const h = await this.ks.header(this.root + '/');
     this.etcdIds = { cluster_id: BigInt(h.cluster_id), member_id: BigInt(h.member_id), raft_term: BigInt(h.raft_term) };
   }
 

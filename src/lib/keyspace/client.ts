@@ -85,8 +85,9 @@ function passThroughPolicy(): Policy {
   return policy as unknown as Policy;
 }
 
+/** One line: grpc-js' details may hold OpenSSL's multi-line reason and an empty resolver note. */
 function describe(e: unknown): string {
-  const msg = e instanceof Error ? e.message : String(e);
+  const msg = (e instanceof Error ? e.message : String(e)).replace(/\.?\s*Resolution note:\s*$/s, '').replace(/\s+/g, ' ').trim();
   return msg + etcdTlsHint(msg);
 }
 
@@ -175,6 +176,12 @@ export class Keyspace {
       start = Buffer.concat([Buffer.from(r.kvs[r.kvs.length - 1]!.key), Buffer.from([0])]);
     }
     return { kvs, revision: revision ?? 0n };
+  }
+
+  /** The response header (cluster and member ids, raft term, revision) of a count-only read of `key`. */
+  async header(key: string): Promise<{ cluster_id: string; member_id: string; revision: string; raft_term: string }> {
+    const r = await this.call(`range ${key}`, () => this.rpc.kv.range({ key: Buffer.from(key), count_only: true }));
+    return r.header;
   }
 
   /** The store's current revision. */
