@@ -2,6 +2,7 @@
 // `read_channel_size` of 4 while far more records wait in each source. The readers share the
 // one queue and are woken as it drains; every record must still be consumed once, in order per
 // source, so `shards recover` gives the input's exact totals and read-through offsets.
+import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
 import { JournalClient } from '../../src/lib/index.js';
@@ -52,5 +53,23 @@ describe('our consumer: several sources sharing a read queue of 4 records', { ti
     await load.stop();
     await load.waitProcessed(group!.address, 120_000);
     await recoverAllAndCheck(cluster!, group!, load, 'read queue of 4');
+
+    // The per-shard counters of completed transactions (upstream's names) account for every
+    // record and byte once; messages per transaction is the batching an operator reads off them.
+    const metrics = await (await fetch(`${group!.consumers[0]!.endpoint}/metrics`)).text();
+    const sample = (name: string, shard: string): number => {
+      const m = new RegExp(`^${name}\\{shard="${group!.etcdPrefix}/items/${shard}"\\} (\\d+)$`, 'm').exec(metrics);
+      assert.ok(m, `${name} of ${shard} in /metrics`);
+      return Number(m[1]);
+    };
+    let messages = 0;
+    let bytes = 0;
+    for (const s of layout.shards) {
+      assert.ok(sample('gazette_shard_transactions_total', s.id) >= 1, `${s.id} completed transactions`);
+      messages += sample('gazette_shard_read_messages_total', s.id);
+      bytes += sample('gazette_shard_read_bytes_total', s.id);
+    }
+    assert.equal(messages, load.records, 'messages of completed transactions = records appended');
+    assert.equal(bytes, [...load.heads.values()].reduce((a, h) => a + Number(h), 0), 'bytes of completed transactions = sources written');
   });
 });

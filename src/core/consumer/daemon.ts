@@ -156,7 +156,17 @@ export async function serveConsumer(config: ConsumerConfig & { etcdPrefix: strin
     }
   };
 
-  const replicaHost: ReplicaHost = { ks, journals, app, log, memberSpec, etcdPrefix: prefix, setStatus, appendMetrics: metrics.appends };
+  const replicaHost: ReplicaHost = {
+    ks,
+    journals,
+    app,
+    log,
+    memberSpec,
+    etcdPrefix: prefix,
+    setStatus,
+    appendMetrics: metrics.appends,
+    transactionCompleted: (shard, messages, bytes) => metrics.transactionCompleted(shard, messages, bytes),
+  };
 
   // Bring the replicas in line with this member's assignments.
   const syncReplicas = () => {

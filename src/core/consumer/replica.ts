@@ -66,6 +66,8 @@ export interface ReplicaHost {
   readonly etcdPrefix: string;
   /** Where the shards' publishers report their append buffers (the process's /metrics). */
   readonly appendMetrics?: AppendMetrics;
+  /** Counts the shards' completed transactions (the process's /metrics). */
+  transactionCompleted?(shard: string, messages: number, bytes: number): void;
   /**
    * Writes `status` to this replica's assignment key, reduced with the status there (as upstream's
    * ReplicaStatus.Reduce) and guarded by the assignment's mod revision as upstream; resolves once
@@ -486,6 +488,7 @@ export class Replica {
       journalSpec: (j) => this.journalSpec(j),
       waitForAck: !spec.disable_wait_for_ack,
       ringSize: spec.ring_buffer_size,
+      completed: (messages, bytes) => this.host.transactionCompleted?.(this.shard.fqn, messages, bytes),
       signal: this.signal,
       log: this.host.log,
     }).catch((err: unknown) => {

@@ -240,6 +240,8 @@ export interface TransactionsOptions {
   waitForAck?: boolean;
   /** Ring size of the sequencer (ShardSpec.ring_buffer_size; default 8192 as upstream). */
   ringSize?: number;
+  /** Called when a transaction completed (committed, its ACKs written): its messages and their bytes. */
+  completed?: (messages: number, bytes: number) => void;
 }
 
 const DEFAULT_READ_QUEUE = 8192;
@@ -474,6 +476,7 @@ export async function runTransactions(o: TransactionsOptions): Promise<void> {
       const minD = new Deadline(o.minTxnMs);
       const maxD = new Deadline(o.maxTxnMs);
       let consumed = 0;
+      let consumedBytes = 0;
       let commit: Promise<void> | undefined;
       try {
         for (;;) {
@@ -483,7 +486,9 @@ export async function runTransactions(o: TransactionsOptions): Promise<void> {
               const ready = pump();
               if (!(ready instanceof Promise ? await ready : ready)) break;
             }
-            const done = o.app.consume(o.shard, o.store, seq.dequeued!, o.publisher);
+            const env = seq.dequeued!;
+            consumedBytes += Number(env.end - env.begin);
+            const done = o.app.consume(o.shard, o.store, env, o.publisher);
             if (done) await done;
             // Let timers (maxD) and reads run now and then during a long synchronous run.
             if (++consumed % 1024 === 0) await new Promise<void>((resolve) => setImmediate(resolve));
@@ -523,12 +528,15 @@ export async function runTransactions(o: TransactionsOptions): Promise<void> {
         // After the commit, the ACKs of the transaction's messages: downstream readers may then
         // apply them. A fault in between is covered by the intents in the checkpoint.
         const readThrough = new Map(offsets);
+        const messages = consumed;
+        const bytes = consumedBytes;
         const full = commit.then(async () => {
           const written = await writeAcks(acks, false);
           o.progress.signal((rt, publishAt) => {
             for (const [j, off] of readThrough) rt.set(j, off);
             for (const [j, off] of written) publishAt.set(j, off);
           });
+          o.completed?.(messages, bytes);
         });
         prev = track(full);
         prevReadThrough = readThrough;

@@ -101,7 +101,7 @@ async function until(cond: () => boolean, what: string): Promise<void> {
   }
 }
 
-function start(source: StubSource, store: HeldStore, signal: AbortSignal): Promise<void> {
+function start(source: StubSource, store: HeldStore, signal: AbortSignal, completed: Array<[number, number]> = []): Promise<void> {
   const app: Application<HeldStore, string> = {
     newStore: () => store,
     newMessage: () => decoder,
@@ -128,6 +128,7 @@ function start(source: StubSource, store: HeldStore, signal: AbortSignal): Promi
     progress: new Progress(),
     publisher,
     journalSpec: async (name) => JournalSpec.fromPartial({ name }),
+    completed: (messages, bytes) => completed.push([messages, bytes]),
     signal,
     log: { warn: () => undefined, debug: () => undefined },
   });
@@ -138,7 +139,8 @@ describe('consumer transactions: batching while a commit is in flight', () => {
     const source = new StubSource();
     const store = new HeldStore();
     const stop = new AbortController();
-    const running = start(source, store, stop.signal);
+    const completed: Array<[number, number]> = [];
+    const running = start(source, store, stop.signal, completed);
     try {
       // One append of 5 records: the first transaction commits it, and its commit is held.
       source.append(5, 'a');
@@ -156,6 +158,13 @@ describe('consumer transactions: batching while a commit is in flight', () => {
       await store.commitsStarted(2);
       assert.equal(store.commits[1]!.messages, 50, 'records per transaction after a commit in flight');
       assert.equal(store.commits[1]!.checkpoint.sources[SOURCE]?.read_through, source.writeHead);
+      // Completed transactions are reported (the gazette_shard_* counters): messages and bytes.
+      store.commits[1]!.resolve();
+      await until(() => completed.length === 2, 'both transactions reported completed');
+      assert.deepEqual(completed, [
+        [5, 5 * 'a-0\n'.length],
+        [50, Number(source.writeHead) - 5 * 'a-0\n'.length],
+      ]);
     } finally {
       stop.abort();
       for (const c of store.commits) c.resolve(); // a failed assertion must not leave the loop waiting
