@@ -13,7 +13,8 @@
 // A commit writes `next.json` (opened with O_TRUNC: a next.json recovered from a process that
 // died before its rename is a rolled-back transaction), one write per document, then renames it
 // over `state.json`: the log records create, three writes, link and unlinks, and playback always
-// yields a complete state.json. The ops go to the log only once the commit's `waitFor` settled.
+// yields a complete state.json. The ops go to the log in one append, once the commit's `waitFor`
+// settled.
 import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { ValidationError } from '../../lib/protocol/errors.js';
@@ -269,20 +270,37 @@ export class JsonFileStore<S = unknown> implements Store {
   }
 
   async startCommit(_shard: unknown, checkpoint: Checkpoint, waitFor: Promise<unknown>[]): Promise<void> {
-    // Ops recorded from here on reach the log only once waitFor settled.
-    if (waitFor.length > 0) void this.recorder.barrier(waitFor).catch(() => undefined);
     this.checkpoint = checkpoint;
     const state = this.codec.encode(this.state);
     if (state.includes('\n')) throw new ValidationError('the state encodes to JSON with a newline; state.json holds one document per line');
-    const f = await this.fs.openFile(this.nextPath, 'w', 0o600);
+    // The commit's ops (create, three writes, link and unlinks) go to the log in one append, held
+    // by a barrier until they are all recorded and `waitFor` settled. Without the gate the
+    // recorder sends the create alone at once and the rest in a second append after it: two
+    // round trips to the brokers per commit, which bounds how many transactions a shard commits
+    // per second (docs/consumer.md, "Keeping up").
+    let recorded!: () => void;
+    let failed!: (err: unknown) => void;
+    const gate = new Promise<void>((resolve, reject) => {
+      recorded = resolve;
+      failed = reject;
+    });
+    void this.recorder.barrier([...waitFor, gate]).catch(() => undefined);
     try {
-      await f.write(encodeFlattenedOffsets(checkpoint) + '\n');
-      await f.write(state + '\n');
-      await f.write(encodeCheckpointJson(checkpoint) + '\n');
-    } finally {
-      await f.close();
+      const f = await this.fs.openFile(this.nextPath, 'w', 0o600);
+      try {
+        await f.write(encodeFlattenedOffsets(checkpoint) + '\n');
+        await f.write(state + '\n');
+        await f.write(encodeCheckpointJson(checkpoint) + '\n');
+      } finally {
+        await f.close();
+      }
+      await this.fs.rename(this.nextPath, this.currentPath);
+    } catch (err) {
+      // A commit that failed half-way fails the recorder: nothing more of this store is recorded.
+      failed(err);
+      throw err;
     }
-    await this.fs.rename(this.nextPath, this.currentPath);
+    recorded();
     await this.recorder.barrier();
   }
 

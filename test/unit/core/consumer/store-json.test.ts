@@ -92,14 +92,18 @@ describe('JsonFileStore commits', () => {
     const store = await JsonFileStore.open<Record<string, number>>(recorder, { initial: () => ({}) });
     assert.deepEqual(await store.restoreCheckpoint(), { sources: {}, ack_intents: {} });
     store.state = { banana: -2, apple: 3 };
+    const appendsBefore = client.appends.length;
     await store.startCommit(undefined, checkpoint(), []);
     assert.equal(readFileSync(join(dir, 'state.json'), 'utf8'), STATE_JSON);
+    // The commit's seven ops went to the log in one append (one round trip per commit).
+    assert.deepEqual(client.appends.slice(appendsBefore).map((a) => a.ok), [true]);
     store.state = { apple: 4, banana: -2 };
     let release!: () => void;
     const acked = new Promise<void>((r) => (release = r));
     const committed = store.startCommit(undefined, { ...checkpoint(), ack_intents: {} }, [acked]);
     release();
     await committed;
+    assert.equal(client.appends.length, appendsBefore + 2, 'the second commit in one append too');
 
     await src.head(LOG);
     const ops: string[] = [];
