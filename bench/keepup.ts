@@ -15,7 +15,11 @@
 //
 // Environment (defaults): KEEPUP_IMPL (ts), KEEPUP_BROKER_IMPL (ts), KEEPUP_BROKERS (3),
 // KEEPUP_CONSUMERS (2), KEEPUP_SHARDS (4), KEEPUP_REPLICATION (3), KEEPUP_RATE (8),
-// KEEPUP_SECONDS (40), KEEPUP_SAMPLE_MS (5000).
+// KEEPUP_SECONDS (40), KEEPUP_SAMPLE_MS (5000), KEEPUP_TOXI (unset; 1: every connection through a
+// toxiproxy link, as test/integration/net-splits.test.ts sets them up).
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { JournalClient, ShardClient, appendOnce } from '../src/lib/index.js';
 import {
   applySumAppShards,
@@ -24,6 +28,7 @@ import {
   goConsumer,
   startCluster,
   startConsumers,
+  startToxiproxy,
   sumAppLayout,
   sumAppShardSpecs,
   tsBroker,
@@ -48,6 +53,7 @@ const REPLICATION = num('KEEPUP_REPLICATION', 3);
 const RATE = num('KEEPUP_RATE', 8);
 const SECONDS = num('KEEPUP_SECONDS', 40);
 const SAMPLE_MS = num('KEEPUP_SAMPLE_MS', 5000);
+const TOXI = process.env.KEEPUP_TOXI === '1';
 const RECORDS = 5;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -76,8 +82,25 @@ async function main(): Promise<void> {
   const consumerImpl = IMPL === 'go' ? goConsumer : tsConsumer;
   const brokerImpl = BROKER_IMPL === 'go' ? goBroker : tsBroker;
   console.log(`keepup: consumers ${CONSUMERS} x ${consumerImpl.name}, brokers ${BROKERS} x ${brokerImpl.name}, ${SHARDS} shards, replication ${REPLICATION}, ${RATE} appends/s per source of ${RECORDS} records, ${SECONDS} s`);
-  const cluster = await startCluster({ brokers: BROKERS, impl: brokerImpl });
-  const group = await startConsumers(cluster, { count: CONSUMERS, impl: consumerImpl });
+  // KEEPUP_TOXI=1: the net-split test's links, with no toxic (src/testing/toxiproxy.ts): brokers
+  // dial etcd and are dialled through one link each, consumers dial broker 0 through their own.
+  const toxiDir = TOXI ? await mkdtemp(join(tmpdir(), 'keepup-toxi-')) : undefined;
+  const toxi = toxiDir ? await startToxiproxy({ logDir: toxiDir }) : undefined;
+  const cluster = await startCluster({
+    brokers: BROKERS,
+    impl: brokerImpl,
+    ...(toxi
+      ? {
+          brokerLinks: async (i: number, direct: { etcd: string; broker: string }) => ({
+            etcd: (await toxi.link(`etcd-broker-${i}`, direct.etcd)).endpoint,
+            advertise: (await toxi.link(`broker-${i}`, direct.broker)).endpoint,
+          }),
+        }
+      : {}),
+  });
+  const links: string[] = [];
+  if (toxi) for (let i = 0; i < CONSUMERS; i++) links.push((await toxi.link(`consumer-${i}-brokers`, cluster.brokers[BROKERS - 1]!.endpoint)).endpoint);
+  const group = await startConsumers(cluster, { count: CONSUMERS, impl: consumerImpl, ...(toxi ? { brokerAddress: (i: number) => links[i]! } : {}) });
   const client = new JournalClient({ address: cluster.brokerAddress });
   const shards = new ShardClient({ address: group.address });
   let stopping = false;
@@ -159,6 +182,8 @@ async function main(): Promise<void> {
     shards.close();
     await group.stop();
     await cluster.stop();
+    await toxi?.stop();
+    if (toxiDir) await rm(toxiDir, { recursive: true, force: true });
   }
 }
 
