@@ -4,9 +4,9 @@
 #   scripts/setup.sh demo   npm packages, Debian's etcd-server and libdeflate-dev: all the demo
 #                           needs (it runs on our own brokers), no Go toolchain.
 #   scripts/setup.sh [all]  the above, plus what the tests and benchmarks need: zstd, zsh, fish,
-#                           iproute2, openssl, and the reference Go peers (gazette broker, Go
-#                           gazctl, etcd 3.6, versitygw, a SOCKS5 server) built from the Go
-#                           module proxy.
+#                           iproute2, iptables, openssl, and the reference Go peers (gazette
+#                           broker, Go gazctl, etcd 3.6, versitygw, a SOCKS5 server) built from
+#                           the Go module proxy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
@@ -35,6 +35,9 @@ if [ "$what" = all ] && ! command -v fish >/dev/null 2>&1; then apt_pkgs+=(fish)
 # with openssl.
 if [ "$what" = all ] && ! command -v ip >/dev/null 2>&1; then apt_pkgs+=(iproute2); fi
 if [ "$what" = all ] && ! command -v openssl >/dev/null 2>&1; then apt_pkgs+=(openssl); fi
+# The net-split tests (test/integration/net-splits.test.ts, netns.test.ts) cut a broker's own
+# network namespace off with iptables DROP rules (the x_tables back end, iptables-legacy).
+if [ "$what" = all ] && ! command -v iptables-legacy >/dev/null 2>&1; then apt_pkgs+=(iptables); fi
 if [ ${#apt_pkgs[@]} -gt 0 ]; then
   if ! command -v apt-get >/dev/null 2>&1; then
     echo "setup: please install ${apt_pkgs[*]} (no apt-get on this machine)" >&2

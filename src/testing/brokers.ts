@@ -14,8 +14,18 @@ export interface BrokerStartOptions {
   id: string;
   /** Broker zone (ProcessSpec.ID.zone). */
   zone: string;
-  /** Port to serve gRPC + HTTP on, on 127.0.0.1. */
+  /** Port to serve gRPC + HTTP on, on `host`. */
   port: number;
+  /**
+   * Address to listen on and advertise (`--broker.host`; default 127.0.0.1), e.g. an address of
+   * a network namespace of its own (`startNetns`).
+   */
+  host?: string;
+  /**
+   * Command prefix to run the broker under, e.g. `Netns.wrap` (which must exec the command, so
+   * that the broker keeps the pid it is started with). Our broker only.
+   */
+  wrap?: string[];
   /** etcd client URL, `http://127.0.0.1:<port>`. */
   etcdEndpoint: string;
   /** etcd root of the broker keyspace, e.g. `/gazette/cluster`. */
@@ -102,7 +112,7 @@ function serveArgs(o: BrokerStartOptions): string[] {
   return [
     'serve',
     `--broker.port=${o.port}`,
-    '--broker.host=127.0.0.1',
+    `--broker.host=${o.host ?? '127.0.0.1'}`,
     `--broker.id=${o.id}`,
     `--broker.zone=${o.zone}`,
     `--broker.file-root=${o.fileRoot}`,
@@ -127,6 +137,7 @@ export const goBroker: BrokerImpl = {
   name: 'go',
   async start(o: BrokerStartOptions): Promise<BrokerProcess> {
     if (o.advertise) throw new Error('the Go broker cannot advertise another endpoint than its own (--broker.advertise is ours)');
+    if (o.wrap) throw new Error('the harness runs the Go broker without a command prefix');
     const bin = peerBinary('gazette');
     await mkdir(o.logDir, { recursive: true });
     await mkdir(o.fileRoot, { recursive: true });
@@ -137,7 +148,7 @@ export const goBroker: BrokerImpl = {
       logFile: join(o.logDir, `broker-${o.id}.log`),
       env: serveEnv(o),
     });
-    return new ChildBroker(o.id, `${o.scheme ?? 'http'}://127.0.0.1:${o.port}`, proc);
+    return new ChildBroker(o.id, `${o.scheme ?? 'http'}://${o.host ?? '127.0.0.1'}:${o.port}`, proc);
   },
 };
 
@@ -158,14 +169,15 @@ export const tsBroker: BrokerImpl = {
     const bin = fileURLToPath(new URL('../../../bin/gazette.js', import.meta.url));
     await mkdir(o.logDir, { recursive: true });
     await mkdir(o.fileRoot, { recursive: true });
+    const cmd = [...(o.wrap ?? []), process.execPath, ...nodeArgsFromEnv(), bin, ...serveArgs(o)];
     const proc = spawnManaged({
       name: `ts broker ${o.id}`,
-      command: process.execPath,
-      args: [...nodeArgsFromEnv(), bin, ...serveArgs(o)],
+      command: cmd[0]!,
+      args: cmd.slice(1),
       logFile: join(o.logDir, `broker-${o.id}.log`),
       env: serveEnv(o),
     });
-    return new ChildBroker(o.id, `${o.scheme ?? 'http'}://127.0.0.1:${o.port}`, proc);
+    return new ChildBroker(o.id, `${o.scheme ?? 'http'}://${o.host ?? '127.0.0.1'}:${o.port}`, proc);
   },
 };
 

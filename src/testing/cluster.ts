@@ -93,8 +93,14 @@ export interface StartClusterOptions {
    * the endpoint it advertises (our brokers only). E.g. links of a fault-injecting proxy
    * (`startToxiproxy`), so that a test can cut one broker from etcd or from its peers. The
    * cluster's own checks (`waitReady`, `brokerAddress`) keep using the direct endpoints.
+   * `host` is the address it listens on and advertises (default 127.0.0.1, which
+   * `direct.broker` names in any case), `wrap` a command prefix to run it under (our brokers only): e.g. a
+   * network namespace of its own (`startNetns`), to cut it off at the IP level.
    */
-  brokerLinks?: (i: number, direct: { etcd: string; broker: string }) => Promise<{ etcd?: string; advertise?: string }>;
+  brokerLinks?: (
+    i: number,
+    direct: { etcd: string; broker: string },
+  ) => Promise<{ etcd?: string; advertise?: string; host?: string; wrap?: string[] }>;
 }
 
 export interface StopBrokerOptions {
@@ -337,6 +343,7 @@ export async function startCluster(o: StartClusterOptions = {}): Promise<Cluster
     const launch = async (i: number) => {
       const port = ports[2 + i]!;
       const links = o.brokerLinks ? await o.brokerLinks(i, { etcd: etcd.endpoint, broker: `${o.tls ? 'https' : 'http'}://127.0.0.1:${port}` }) : {};
+      const host = links.host;
       await cluster.launch(i, {
         id: `broker-${i}`,
         zone,
@@ -349,6 +356,8 @@ export async function startCluster(o: StartClusterOptions = {}): Promise<Cluster
         env: o.brokerEnv,
         ...(o.tls ? { scheme: 'https' as const } : {}),
         advertise: links.advertise,
+        ...(host ? { host } : {}),
+        ...(links.wrap ? { wrap: links.wrap } : {}),
       });
     };
     if (o.ordered) {

@@ -15,3 +15,4 @@ export * from './s3.js';
 export * from './certs.js';
 export * from './toxiproxy.js';
 export * from './socks.js';
+export * from './netns.js';

@@ -39,8 +39,12 @@ export interface ToxiLink {
 export interface Toxiproxy {
   readonly api: string;
   readonly process: ManagedProcess;
-  /** A new link to `upstream` (`host:port`, or an `http://host:port` endpoint). */
-  link(name: string, upstream: string): Promise<ToxiLink>;
+  /**
+   * A new link to `upstream` (`host:port`, or an `http://host:port` endpoint), listening on a
+   * free port of `o.host` (default 127.0.0.1; any address of this host, e.g. `Netns.hostAddress`
+   * for a link that a network namespace dials).
+   */
+  link(name: string, upstream: string, o?: { host?: string }): Promise<ToxiLink>;
   /** Heal every link that is cut. */
   healAll(): Promise<void>;
   stop(): Promise<void>;
@@ -121,10 +125,10 @@ export async function startToxiproxy(o: { logDir: string }): Promise<Toxiproxy> 
   return {
     api,
     process: proc,
-    async link(name: string, upstream: string): Promise<ToxiLink> {
+    async link(name: string, upstream: string, lo: { host?: string } = {}): Promise<ToxiLink> {
       const up = upstream.replace(/^https?:\/\//, '');
       // Port 0: toxiproxy binds a free port and answers with the address it listens on.
-      const r = (await call(api, 'POST', '/proxies', { name, listen: '127.0.0.1:0', upstream: up, enabled: true })) as { listen: string };
+      const r = (await call(api, 'POST', '/proxies', { name, listen: `${lo.host ?? '127.0.0.1'}:0`, upstream: up, enabled: true })) as { listen: string };
       const l = new Link(api, name, r.listen, up);
       links.push(l);
       return l;
