@@ -81,6 +81,18 @@ async function main() {
     const { execute } = require('@oclif/core');
     await execute({ dir: __filename });
   }
+  exitOnceDone();
+}
+
+/**
+ * The command is over (its output written, its clients closed), yet Node may stay up: grpc-js
+ * cannot abort a TCP connect in progress, and a connect to a host that drops packets (a network
+ * partition) keeps the event loop alive until the kernel gives up on its SYN, about 2 minutes
+ * later. Whatever is left after a short grace is such a remnant: exit with the command's code.
+ * (An unreferenced timer: when nothing is left, Node exits at once, as before.)
+ */
+function exitOnceDone() {
+  setTimeout(() => process.exit(), 500).unref();
 }
 
 main();
