@@ -1,18 +1,21 @@
 // Issue #29: net-splits heal by themselves. One cluster of our own processes (3 TypeScript
-// brokers, 2 TypeScript sum-app consumers, one etcd) with a toxiproxy link (src/testing/toxiproxy.ts)
-// on every connection a partition cuts:
+// brokers, 2 TypeScript sum-app consumers, one etcd), cut where a partition cuts:
 //
-//   * broker i -> etcd: its --etcd.address is its own link to etcd;
-//   * anyone -> broker i: it advertises its own link (--broker.advertise), so the other brokers,
-//     routed clients and gazctl health dial it through the link;
-//   * consumer i -> brokers: its --broker.address is its own link to broker 2 (with no route
-//     cache, the default, a consumer dials nothing else of the brokers);
+//   * broker i -> etcd: its --etcd.address is its own toxiproxy link to etcd
+//     (src/testing/toxiproxy.ts);
+//   * broker 1 <-> everyone but etcd: broker 1 runs in a network namespace of its own
+//     (src/testing/netns.ts), joined to the host by a veth pair; brokers 0 and 2 listen on the
+//     host end's address, broker 1 on the namespace end's, and its etcd link listens on the host
+//     end's. The cut drops every packet crossing the pair, both ways, but those of its etcd link;
+//   * consumer i -> brokers: its --broker.address is its own toxiproxy link to broker 2 (with no
+//     route cache, the default, a consumer dials nothing else of the brokers);
 //   * etcd as a whole: stopped, and started again on the same data directory.
 //
-// A cut black-holes a link both ways (nothing is refused; bytes are held and delivered when it
-// heals, as TCP does after a partition). Under load (appenders writing numbered records to the
+// A cut black-holes both directions (nothing is refused or reset: a toxiproxy link holds the
+// bytes and delivers them when it heals, the namespace's cut drops packets and TCP retransmits
+// them after the heal, as after a real partition). Under load (appenders writing numbered records to the
 // sum app's sources all along), four partitions of 30 s, one after another: broker 0 from etcd,
-// broker 1 from its peers (and everyone else dialing it), consumer 0 from its brokers, etcd
+// broker 1 from its peers (and from every other process but etcd, both ways), consumer 0 from its brokers, etcd
 // down. For each: `gazctl health` exits 1 during the cut (each run within its --timeout), exits 0
 // with --exit-when-healthy after it, no process was restarted (same pids, all alive), no shard is
 // FAILED and every shard has a primary again, every source takes appends again and every
@@ -39,6 +42,8 @@ import {
   shardReplicaCodes,
   startCluster,
   startConsumers,
+  probeTcp,
+  startNetns,
   startToxiproxy,
   sumAppLayout,
   sumAppShardSpecs,
@@ -47,6 +52,7 @@ import {
   waitForShardsPrimary,
   type Cluster,
   type ConsumerGroup,
+  type Netns,
   type SumAppLayout,
   type ToxiLink,
   type Toxiproxy,
@@ -128,7 +134,8 @@ describe('net-splits heal by themselves (#29): our brokers and consumers, under 
   let load: Load | undefined;
   let client: JournalClient | undefined;
   const etcdLinks: ToxiLink[] = [];
-  const peerLinks: ToxiLink[] = [];
+  /** Broker 1's network namespace. */
+  let netns: Netns | undefined;
   const consumerLinks: ToxiLink[] = [];
   let pids: number[] = [];
 
@@ -155,15 +162,21 @@ describe('net-splits heal by themselves (#29): our brokers and consumers, under 
   before(async () => {
     toxiDir = await mkdtemp(join(tmpdir(), 'gazctl-toxiproxy-'));
     toxi = await startToxiproxy({ logDir: toxiDir });
+    netns = await startNetns({ logDir: toxiDir });
+    const ns = netns;
     cluster = await startCluster({
       brokers: 3,
       impl: tsBroker,
       ordered: true, // broker 0 allocates: the first cut takes the allocator away from etcd
       brokerArgs: process.env.NS_DEBUG ? ['--log.level=debug'] : undefined,
       brokerLinks: async (i, direct) => {
-        etcdLinks[i] = await toxi!.link(`etcd-broker-${i}`, direct.etcd);
-        peerLinks[i] = await toxi!.link(`broker-${i}`, direct.broker);
-        return { etcd: etcdLinks[i]!.endpoint, advertise: peerLinks[i]!.endpoint };
+        // Broker 1 in its namespace dials its etcd link and the other brokers on the host end's
+        // address; everyone on the host dials it at the namespace end's.
+        const isolated = i === 1;
+        etcdLinks[i] = await toxi!.link(`etcd-broker-${i}`, direct.etcd, isolated ? { host: ns.hostAddress } : {});
+        return isolated
+          ? { etcd: etcdLinks[i]!.endpoint, host: ns.address, wrap: ns.wrap }
+          : { etcd: etcdLinks[i]!.endpoint, host: ns.hostAddress };
       },
     });
     for (let i = 0; i < 2; i++) consumerLinks[i] = await toxi.link(`consumer-${i}-brokers`, cluster.brokers[2]!.endpoint);
@@ -184,9 +197,11 @@ describe('net-splits heal by themselves (#29): our brokers and consumers, under 
     await load?.stop();
     client?.close();
     await toxi?.healAll().catch(() => undefined);
+    await netns?.heal().catch(() => undefined);
     await group?.stop();
     await cluster?.stop();
     await toxi?.stop();
+    await netns?.stop();
     if (toxiDir) await rm(toxiDir, { recursive: true, force: true });
   });
 
@@ -236,8 +251,11 @@ describe('net-splits heal by themselves (#29): our brokers and consumers, under 
     t.diagnostic(`${what}: every shard read through the acknowledged appends ${((Date.now() - healedAt) / 1000).toFixed(1)} s after the heal`);
   }
 
-  /** Cut, check health reports it within the cut, hold the cut for SPLIT_MS, heal, check. */
-  async function split(t: TestContext, what: string, cut: () => Promise<void>, heal: () => Promise<void>): Promise<void> {
+  /**
+   * Cut, check health reports it within the cut (and run `during`, if given), hold the cut for
+   * SPLIT_MS, heal, check.
+   */
+  async function split(t: TestContext, what: string, cut: () => Promise<void>, heal: () => Promise<void>, during?: () => Promise<void>): Promise<void> {
     const acksBefore = load!.acks.length;
     const failedBefore = load!.failed.length;
     await cut();
@@ -255,6 +273,7 @@ describe('net-splits heal by themselves (#29): our brokers and consumers, under 
       { timeoutMs: SPLIT_MS - 2000, intervalMs: 500 },
     );
     t.diagnostic(`${what}: gazctl health exit 1 ${((Date.now() - cutAt) / 1000).toFixed(1)} s into the cut:\n${problems(seen!)}`);
+    await during?.();
     await delay(Math.max(0, cutAt + SPLIT_MS - Date.now()));
     await heal();
     const healedAt = Date.now();
@@ -269,8 +288,21 @@ describe('net-splits heal by themselves (#29): our brokers and consumers, under 
     await split(t, 'broker 0 from etcd', () => etcdLinks[0]!.cut(), () => etcdLinks[0]!.heal());
   });
 
-  test('broker 1 cut from its peers (everyone dialing it) for 30 s', async (t) => {
-    await split(t, 'broker 1 from peers', () => peerLinks[1]!.cut(), () => peerLinks[1]!.heal());
+  test('broker 1 cut from its peers (and everyone but etcd), both ways, for 30 s', async (t) => {
+    const etcdPort = Number(etcdLinks[1]!.listen.split(':').pop());
+    const [b0, b1, b2] = cluster!.brokers.map((b) => new URL(b.endpoint));
+    await split(t, 'broker 1 from peers', () => netns!.cut({ except: [etcdPort] }), () => netns!.heal(), async () => {
+      // The cut is what it says: silence both ways between broker 1 and its peers (no refusal),
+      // while broker 1's etcd link still answers.
+      const seen = {
+        // From the test process: the host's network, where brokers 0 and 2 run.
+        'host -> broker 1': await probeTcp(b1!.hostname, Number(b1!.port)),
+        'broker 1 -> broker 0': await probeTcp(b0!.hostname, Number(b0!.port), { wrap: netns!.wrap }),
+        'broker 1 -> broker 2': await probeTcp(b2!.hostname, Number(b2!.port), { wrap: netns!.wrap }),
+        'broker 1 -> its etcd link': await probeTcp(netns!.hostAddress, etcdPort, { wrap: netns!.wrap }),
+      };
+      assert.deepEqual(seen, { 'host -> broker 1': 'silent', 'broker 1 -> broker 0': 'silent', 'broker 1 -> broker 2': 'silent', 'broker 1 -> its etcd link': 'connected' });
+    });
   });
 
   test('consumer 0 cut from its brokers for 30 s', async (t) => {
