@@ -92,7 +92,8 @@ async function main() {
  * (An unreferenced timer: when nothing is left, Node exits at once, as before.)
  */
 function exitOnceDone() {
-  setTimeout(() => process.exit(), 500).unref();
+  // Only once what was written has been handed over (pipes are asynchronous on some systems).
+  process.stdout.write('', () => process.stderr.write('', () => setTimeout(() => process.exit(), 500).unref()));
 }
 
 main();
