@@ -23,6 +23,9 @@ import type { LabelSelector } from '../lib/protocol/gen/broker/protocol.js';
 import { rewritePrefixLabels } from '../lib/protocol/selector.js';
 import { UsageError } from './options.js';
 import { EtcdTlsError, etcdEndpointsSecure, loadEtcdTls, type EtcdTls } from '../lib/keyspace/tls.js';
+import { Keyspace } from '../lib/keyspace/index.js';
+import { warnUnresolvableEtcd } from './etcd-names.js';
+import type { Logger } from './log.js';
 
 export interface TlsFiles {
   certFile: string;
@@ -211,4 +214,28 @@ export function atExpiry(claims: CallClaims, onExpiry: () => void): () => void {
 export function expiredError(): ServiceError {
   const message = 'context deadline exceeded';
   return Object.assign(new Error(message), { code: GrpcStatus.DEADLINE_EXCEEDED, details: message, metadata: new Metadata() });
+}
+
+/** The etcd options a daemon's configuration carries (broker and consumer alike). */
+export interface EtcdConfig {
+  etcdAddress: string;
+  etcdCertFile?: string;
+  etcdCertKeyFile?: string;
+  etcdTrustedCAFile?: string;
+}
+
+/**
+ * The daemon's etcd client: TLS from `preset` (already checked at start-up) or else from the
+ * `--etcd.*` files, one warning when those files are given for http:// endpoints (unused), and
+ * one, in the background, for an endpoint whose host name does not resolve.
+ */
+export function openDaemonKeyspace(config: EtcdConfig, preset: EtcdTls | undefined, log: Logger): Keyspace {
+  const files = { certFile: config.etcdCertFile, certKeyFile: config.etcdCertKeyFile, trustedCAFile: config.etcdTrustedCAFile };
+  const tls = preset ?? buildEtcdTls(config.etcdAddress, files);
+  const unused = unusedEtcdTlsNote(config.etcdAddress, files);
+  if (unused) log.warn(unused);
+  const endpoints = etcdEndpoints(config.etcdAddress);
+  const ks = new Keyspace({ endpoints, ...(tls ? { tls } : {}), debug: (msg, f) => log.debug(msg, f) });
+  void warnUnresolvableEtcd(endpoints, log);
+  return ks;
 }

@@ -9,7 +9,6 @@
 
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { Keyspace } from '../../lib/keyspace/index.js';
 import { openStore, type FragmentStore } from '../../lib/stores/index.js';
 import { Persister } from '../fragment/persister.js';
 import { AllocationLoop } from '../allocator/loop.js';
@@ -28,8 +27,7 @@ import { startServer } from './server.js';
 import { journalService } from './service.js';
 import { flushService } from './flush.js';
 import { ClusterView } from './view.js';
-import { buildEtcdTls, buildSecurity, etcdEndpoints, serviceEndpoint, unusedEtcdTlsNote, type Security } from '../security.js';
-import { warnUnresolvableEtcd } from '../etcd-names.js';
+import { buildSecurity, openDaemonKeyspace, serviceEndpoint, type Security } from '../security.js';
 
 export async function serve(config: ServeConfig, security: Security = buildSecurity('broker', { certFile: '', keyFile: '', caFile: '' }, { certFile: '', keyFile: '', caFile: '' }, '')): Promise<number> {
   const log = new Logger(config.logLevel, config.logFormat);
@@ -37,12 +35,7 @@ export async function serve(config: ServeConfig, security: Security = buildSecur
   const id = { zone: config.zone, suffix: config.id || `${hostname().split('.')[0]}-${randomBytes(4).toString('hex')}` };
   const host = config.host || hostname();
 
-  const etcdFiles = { certFile: config.etcdCertFile, certKeyFile: config.etcdCertKeyFile, trustedCAFile: config.etcdTrustedCAFile };
-  const etcdTls = security.etcd ?? buildEtcdTls(config.etcdAddress, etcdFiles);
-  const unusedTls = unusedEtcdTlsNote(config.etcdAddress, etcdFiles);
-  if (unusedTls) log.warn(unusedTls);
-  const ks = new Keyspace({ endpoints: etcdEndpoints(config.etcdAddress), ...(etcdTls ? { tls: etcdTls } : {}), debug: (msg, f) => log.debug(msg, f) });
-  void warnUnresolvableEtcd(etcdEndpoints(config.etcdAddress), log);
+  const ks = openDaemonKeyspace(config, security.etcd, log);
   const view = new ClusterView(ks, config.etcdPrefix, log, config.watchDelayMs);
   const metrics = new Metrics();
   const stores = new Map<string, FragmentStore>();

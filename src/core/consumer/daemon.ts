@@ -14,7 +14,6 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { ConnectionPool } from '../../lib/client/dial.js';
 import { JournalClient } from '../../lib/client/journal-client.js';
-import { Keyspace } from '../../lib/keyspace/index.js';
 import { MEMBERS_PREFIX } from '../../lib/keyspace/keys.js';
 import { ReplicaStatus, type ConsumerSpec } from '../../lib/protocol/gen/consumer/protocol.js';
 import { AllocationLoop } from '../allocator/loop.js';
@@ -29,8 +28,7 @@ import { ConsumerMetrics } from './metrics.js';
 import { Replica, type ReplicaHost } from './replica.js';
 import { shardService } from './service.js';
 import { ShardView, type ShardEntry } from './view.js';
-import { buildEtcdTls, buildSecurity, etcdEndpoints, serviceEndpoint, unusedEtcdTlsNote, type Security } from '../security.js';
-import { warnUnresolvableEtcd } from '../etcd-names.js';
+import { buildEtcdTls, buildSecurity, openDaemonKeyspace, serviceEndpoint, type Security } from '../security.js';
 
 /** Upstream's ReplicaStatus.Reduce: the higher code wins, errors accumulate. */
 export function reduceStatus(next: ReplicaStatus, existing: ReplicaStatus): ReplicaStatus {
@@ -61,12 +59,7 @@ export async function serveConsumer(config: ConsumerConfig & { etcdPrefix: strin
   const prefix = config.etcdPrefix;
 
   const security = opts.security ?? consumerSecurity(config);
-  const etcdFiles = { certFile: config.etcdCertFile, certKeyFile: config.etcdCertKeyFile, trustedCAFile: config.etcdTrustedCAFile };
-  const etcdTls = security.etcd ?? buildEtcdTls(config.etcdAddress, etcdFiles);
-  const unusedTls = unusedEtcdTlsNote(config.etcdAddress, etcdFiles);
-  if (unusedTls) log.warn(unusedTls);
-  const ks = new Keyspace({ endpoints: etcdEndpoints(config.etcdAddress), ...(etcdTls ? { tls: etcdTls } : {}), debug: (msg, f) => log.debug(msg, f) });
-  void warnUnresolvableEtcd(etcdEndpoints(config.etcdAddress), log);
+  const ks = openDaemonKeyspace(config, security.etcd, log);
   const view = new ShardView(ks, prefix, log, config.watchDelayMs);
   const metrics = new ConsumerMetrics();
   const opt = (v: string | undefined) => (v ? v : undefined);
