@@ -8,6 +8,7 @@
 // 15 s outage is ridden out instead of tripping a breaker that keeps us away afterwards.
 import {
   Etcd3,
+  GRPCUnavailableError,
   type ICompare,
   type IDuplexStream,
   type IOptions,
@@ -85,6 +86,11 @@ function passThroughPolicy(): Policy {
   return policy as unknown as Policy;
 }
 
+/** Whether `e` is etcd (or the channel to it) answering UNAVAILABLE, gRPC code 14. */
+function isUnavailable(e: unknown): boolean {
+  return e instanceof GRPCUnavailableError || (e as { code?: unknown } | undefined)?.code === 14;
+}
+
 /** One line: grpc-js' details may hold OpenSSL's multi-line reason and an empty resolver note. */
 function describe(e: unknown): string {
   const msg = (e instanceof Error ? e.message : String(e)).replace(/\.?\s*Resolution note:\s*$/s, '').replace(/\s+/g, ' ').trim();
@@ -100,6 +106,7 @@ export class Keyspace {
   private closed = false;
   private readonly debug: KeyspaceOptions['debug'];
   private watchPathTold = false;
+  private readonly timeoutMs: number;
 
   constructor(opts: KeyspaceOptions) {
     this.debug = opts.debug;
@@ -107,6 +114,7 @@ export class Keyspace {
     if (endpoints.length === 0) throw new KeyspaceError('no etcd endpoints given');
     this.endpoints = endpoints;
     const timeout = opts.callTimeoutMs ?? 5000;
+    this.timeoutMs = timeout;
     const policy = passThroughPolicy();
     const secure = etcdEndpointsSecure(endpoints);
     this.rpc = new Etcd3({
@@ -149,9 +157,28 @@ export class Keyspace {
     }
   }
 
+  /**
+   * A read, retried while etcd is UNAVAILABLE until the call timeout runs out, as etcd's Go client
+   * retries its repeatable calls. After an etcd restart, grpc-js fails calls at once while the
+   * channel waits out its reconnect backoff (UNAVAILABLE "No connection established"); a read has
+   * no effect, so trying it again is safe. Writes are not retried: one may have been applied.
+   */
+  private async read<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    const deadline = Date.now() + this.timeoutMs;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.call(what, fn);
+      } catch (e) {
+        const delay = Math.min(50 * 2 ** attempt, 500);
+        if (this.closed || !isUnavailable((e as Error).cause) || Date.now() + delay >= deadline) throw e;
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
+    }
+  }
+
   /** One key, or undefined when absent. */
   async get(key: string): Promise<KeyValue | undefined> {
-    const r = await this.call(`get ${key}`, () => this.rpc.kv.range({ key: Buffer.from(key) }));
+    const r = await this.read(`get ${key}`, () => this.rpc.kv.range({ key: Buffer.from(key) }));
     const kv = r.kvs[0];
     return kv ? decodeKv(kv) : undefined;
   }
@@ -167,7 +194,7 @@ export class Keyspace {
     let revision = opts.revision;
     const kvs: KeyValue[] = [];
     for (;;) {
-      const r = await this.call(`range ${prefix}`, () =>
+      const r = await this.read(`range ${prefix}`, () =>
         this.rpc.kv.range({ key: start, range_end: end, limit, revision: revision === undefined ? 0 : revision.toString() }),
       );
       revision ??= big(r.header.revision);
@@ -180,13 +207,13 @@ export class Keyspace {
 
   /** The response header (cluster and member ids, raft term, revision) of a count-only read of `key`. */
   async header(key: string): Promise<{ cluster_id: string; member_id: string; revision: string; raft_term: string }> {
-    const r = await this.call(`range ${key}`, () => this.rpc.kv.range({ key: Buffer.from(key), count_only: true }));
+    const r = await this.read(`range ${key}`, () => this.rpc.kv.range({ key: Buffer.from(key), count_only: true }));
     return r.header;
   }
 
   /** The store's current revision. */
   async revision(): Promise<bigint> {
-    const r = await this.call('revision', () => this.rpc.kv.range({ key: Buffer.from([0]), count_only: true }));
+    const r = await this.read('revision', () => this.rpc.kv.range({ key: Buffer.from([0]), count_only: true }));
     return big(r.header.revision);
   }
 
