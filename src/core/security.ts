@@ -17,7 +17,7 @@
 import { readFileSync } from 'node:fs';
 import { createSecureContext, type SecureContext, type TlsOptions } from 'node:tls';
 import { Metadata, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
-import { makeAuthorizer, type Authorizer, type Claims } from '../lib/client/auth.js';
+import { makeAuthorizer, type Authorizer } from '../lib/client/auth.js';
 import { AuthError, KeyVerifier } from '../lib/client/verify.js';
 import type { LabelSelector } from '../lib/protocol/gen/broker/protocol.js';
 import { rewritePrefixLabels } from '../lib/protocol/selector.js';
@@ -183,14 +183,6 @@ export function verifyCall(verifier: KeyVerifier | undefined, md: Pick<Metadata,
 /** A ServiceError refusing a change outside the caller's claims, as upstream words it. */
 export function notAuthorized(name: string): ServiceError {
   return unauthenticated(`not authorized to ${name}`);
-}
-
-/** Metadata carrying this daemon's own authorization for `claims` (empty without auth keys). */
-export function peerMetadata(authorize: Authorizer, claims: Claims): Metadata {
-  const md = new Metadata();
-  const v = authorize(claims);
-  if (v !== undefined) md.set('authorization', v);
-  return md;
 }
 
 /** setTimeout's longest delay; a later expiry is not timed (tokens last an hour or so). */

@@ -1,10 +1,10 @@
 // Journal-level helpers over a running cluster: one-shot listings, pulses, and waiting until
 // journals are assigned with consistent routes in etcd.
 
-import { credentials, Metadata, type ChannelCredentials } from '@grpc/grpc-js';
+import { credentials, type ChannelCredentials } from '@grpc/grpc-js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { claimsFor, makeAuthorizer } from '../lib/client/auth.js';
+import { authMetadata, claimsFor, makeAuthorizer } from '../lib/client/auth.js';
 import { tlsCredentials } from '../lib/client/dial.js';
 import { createSecureContext } from 'node:tls';
 import { AppendRequest, AppendRequest_Suspend, JournalClient, Route, Status, type LabelSelector, type ListResponse, type ListResponse_Journal } from '../lib/protocol/gen/broker/protocol.js';
@@ -43,9 +43,7 @@ export function listJournals(
   opts: { selector?: LabelSelector; timeoutMs?: number; security?: ClientSecurity } = {},
 ): Promise<{ status: Status; journals: ListResponse_Journal[] }> {
   const client = new JournalClient(grpcTarget(endpoint), channelCredentials(endpoint, opts.security));
-  const md = new Metadata();
-  const auth = opts.security?.authKeys ? makeAuthorizer({ authKeys: opts.security.authKeys })(claimsFor.journalList(opts.selector)) : undefined;
-  if (auth) md.set('authorization', auth);
+  const md = authMetadata(makeAuthorizer({ authKeys: opts.security?.authKeys }), claimsFor.journalList(opts.selector));
   return new Promise((resolve, reject) => {
     const call = client.list(
       { selector: opts.selector ?? { include: undefined, exclude: undefined }, watch: false, watch_resume: undefined },

@@ -16,7 +16,7 @@ import type { Broker } from './broker.js';
 import { ensurePipeline, proposeAll } from './primary.js';
 import type { Resolution } from './resolver.js';
 import { RpcError } from './append.js';
-import { nameSelector } from './peers.js';
+import { Capability, claimsFor } from '../../lib/client/auth.js';
 import { verifyCall } from '../security.js';
 import { rpcError, toServiceError } from './rpc-errors.js';
 
@@ -71,7 +71,7 @@ export function flushService(b: Broker): FlushServer {
       // A flush rolls the journal's fragment: it needs what an append needs.
       let claims;
       try {
-        claims = verifyCall(b.security?.verifier, call.metadata, 1 << 4).sel;
+        claims = verifyCall(b.security?.verifier, call.metadata, Capability.APPEND).sel;
       } catch (e) {
         return cb(e as ServiceError);
       }
@@ -89,7 +89,7 @@ export function flushService(b: Broker): FlushServer {
         if (res.kind === 'status') return cb(null, FlushResponse.fromPartial({ status: res.status, header: res.header }));
         if (res.kind === 'proxy') {
           const up = await new Promise<FlushResponse>((resolve, reject) => {
-            const md = b.peers.metadata({ cap: 1 << 4, sel: nameSelector(req.journal), ttlSec: 3600 });
+            const md = b.peers.metadata(claimsFor.journalAppend(req.journal));
             const c = b.peers.flush(res.endpoint).flush({ ...req, header: res.header }, md, (err, r) => (err ? reject(err) : resolve(r)));
             call.on('cancelled', () => c.cancel());
           });

@@ -7,10 +7,9 @@
 import { credentials, type Metadata } from '@grpc/grpc-js';
 import type { SecureContext } from 'node:tls';
 import { tlsCredentials } from '../../lib/client/dial.js';
-import type { Authorizer, Claims } from '../../lib/client/auth.js';
+import { authMetadata, claimsFor, type Authorizer, type Claims } from '../../lib/client/auth.js';
 import { JournalClient } from '../../lib/protocol/gen/broker/protocol.js';
 import { FlushClient } from '../../lib/protocol/gen/gazctl/flush.js';
-import { peerMetadata } from '../security.js';
 import { ReplicateSessions, type ReplicateCall, type ReplicateCallHandlers } from './replicate-client.js';
 
 export interface PeersOptions {
@@ -37,7 +36,7 @@ export class Peers {
 
   /** Metadata authorizing one call with `claims`. */
   metadata(claims: Claims): Metadata {
-    return peerMetadata(this.authorize, claims);
+    return authMetadata(this.authorize, claims);
   }
 
   client(endpoint: string): JournalClient {
@@ -70,7 +69,7 @@ export class Peers {
 
   /** A Replicate stream of `journal` to the broker at `endpoint`. */
   openReplicate(endpoint: string, journal: string, handlers: ReplicateCallHandlers): ReplicateCall {
-    return this.replicateSessions.open(endpoint, handlers, this.authorize({ cap: REPLICATE, sel: nameSelector(journal), ttlSec: 3600 }));
+    return this.replicateSessions.open(endpoint, handlers, this.authorize(claimsFor.journalReplicate(journal)));
   }
 
   close(): void {
@@ -79,11 +78,4 @@ export class Peers {
     this.clients.clear();
     this.flushClients.clear();
   }
-}
-
-const REPLICATE = 1 << 5;
-
-/** The selector `name=<journal>` (metadata suffix removed), as claims of one journal. */
-export function nameSelector(journal: string): Claims['sel'] {
-  return { include: { labels: [{ name: 'name', value: journal.split(';')[0]!, prefix: false }] }, exclude: { labels: [] } };
 }

@@ -3,11 +3,9 @@
 
 import { Metadata, status as GrpcStatus, type ServerReadableStream, type ServerWritableStream, type ServiceError } from '@grpc/grpc-js';
 import type { AppendRequest, AppendResponse, FragmentsRequest, FragmentsResponse, Header, JournalClient, ReadRequest, ReadResponse } from '../../lib/protocol/gen/broker/protocol.js';
-import { nameSelector, type Peers } from './peers.js';
+import { claimsFor } from '../../lib/client/auth.js';
+import type { Peers } from './peers.js';
 
-const READ = 1 << 3;
-const APPEND = 1 << 4;
-const HOUR = 3600;
 
 /**
  * The error to end the client's call with, for a failed forward to `endpoint`. A peer that refuses
@@ -54,7 +52,7 @@ export function proxyRead(peers: Peers, targets: ProxyTarget[], call: ServerWrit
       const t = targets[k]!;
       let answered = false;
       // Signed by this broker for the journal alone, as a Go broker proxies on its client's behalf.
-      const stream = peers.client(t.endpoint).read({ ...call.request, header: t.header }, peers.metadata({ cap: READ, sel: nameSelector(call.request.journal), ttlSec: HOUR }));
+      const stream = peers.client(t.endpoint).read({ ...call.request, header: t.header }, peers.metadata(claimsFor.journalRead(call.request.journal)));
       up = stream;
       if (cancelled) stream.cancel();
       stream.on('data', (r: ReadResponse) => {
@@ -93,7 +91,7 @@ export function proxyAppend(
   call: ServerReadableStream<AppendRequest, AppendResponse>,
 ): Promise<AppendResponse> {
   return new Promise((resolve, reject) => {
-    const md = peers.metadata({ cap: APPEND, sel: nameSelector(first.journal), ttlSec: HOUR });
+    const md = peers.metadata(claimsFor.journalAppend(first.journal));
     const up = peers.client(endpoint).append(md, (err, res) => (err ? reject(grpcError(err, endpoint)) : resolve(res)));
     call.on('cancelled', () => up.cancel());
     up.write({ ...first, header });
@@ -118,7 +116,7 @@ export async function proxyFragments(peers: Peers, targets: ProxyTarget[], req: 
     const t = targets[k]!;
     try {
       return await new Promise<FragmentsResponse>((resolve, reject) => {
-        peers.client(t.endpoint).listFragments({ ...req, header: t.header }, peers.metadata({ cap: READ, sel: nameSelector(req.journal), ttlSec: HOUR }), (err, res) => (err ? reject(err) : resolve(res)));
+        peers.client(t.endpoint).listFragments({ ...req, header: t.header }, peers.metadata(claimsFor.journalFragments(req.journal)), (err, res) => (err ? reject(err) : resolve(res)));
       });
     } catch (e) {
       if (k + 1 < targets.length && unreachable(e)) continue;

@@ -36,15 +36,11 @@ import { proxyAppend, proxyFragments, proxyRead } from './proxy.js';
 import { serveRead } from './read.js';
 import { serveReplicate } from './replicate.js';
 import { rpcError, toServiceError } from './rpc-errors.js';
+import { Capability } from '../../lib/client/auth.js';
 import { atExpiry, expiredError, notAuthorized, verifyCall, type CallClaims } from '../security.js';
 import type { Metadata, ServiceError } from '@grpc/grpc-js';
 
-/** Capability bits each RPC needs (lib/client/auth.ts has the same on the client's side). */
-const LIST = 1 << 1;
-const APPLY = 1 << 2;
-const READ = 1 << 3;
-const APPEND = 1 << 4;
-const REPLICATE = 1 << 5;
+const { LIST, APPLY, READ, APPEND, REPLICATE } = Capability;
 
 /** The claims of a call, or the UNAUTHENTICATED error to end it with. */
 function check(b: Broker, md: Pick<Metadata, 'get'> | undefined, require: number): { claims: CallClaims; err?: undefined } | { err: ServiceError; claims?: undefined } {

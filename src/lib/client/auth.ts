@@ -1,6 +1,7 @@
 // Authorization metadata for Gazette RPCs: either a pre-shared
 // bearer token forwarded verbatim, or a short-lived HS256 JWT minted per call from shared keys.
 import { createHmac } from 'node:crypto';
+import { Metadata } from '@grpc/grpc-js';
 import type { Label, LabelSelector } from '../protocol/gen/broker/protocol.js';
 import { ValidationError } from '../protocol/errors.js';
 
@@ -23,7 +24,7 @@ export interface Claims {
 }
 
 /** The special key that only enables "allow missing auth" on servers; never used to sign. */
-const ALLOW_MISSING_KEY = 'AA==';
+export const ALLOW_MISSING_KEY = 'AA==';
 
 /** Splits and decodes an auth-keys string (standard base64, separated by whitespace/commas). */
 export function parseAuthKeys(keys: string): Buffer[] {
@@ -77,6 +78,14 @@ export function signJwt(key: Buffer, claims: Claims, nowSec = Math.floor(Date.no
 /** Produces the `authorization` header value for a call, or undefined when auth is off. */
 export type Authorizer = (claims: Claims) => string | undefined;
 
+/** Call metadata carrying `authorize`'s authorization for `claims` (empty when auth is off). */
+export function authMetadata(authorize: Authorizer, claims: Claims): Metadata {
+  const md = new Metadata();
+  const auth = authorize(claims);
+  if (auth !== undefined) md.set('authorization', auth);
+  return md;
+}
+
 /** Builds an Authorizer from a static token and/or auth keys (keys win, as in gazctl). */
 export function makeAuthorizer(opts: { authToken?: string; authKeys?: string }): Authorizer {
   if (opts.authKeys && opts.authKeys.trim() !== '') {
@@ -115,6 +124,12 @@ export const claimsFor = {
   }),
   journalFragments: (journal: string): Claims => ({
     cap: Capability.READ,
+    sel: labels([{ name: 'name', value: journal, prefix: false }]),
+    ttlSec: HOUR,
+  }),
+  /** A broker's Replicate stream of a journal (brokers sign these for each other). */
+  journalReplicate: (journal: string): Claims => ({
+    cap: Capability.REPLICATE,
     sel: labels([{ name: 'name', value: journal, prefix: false }]),
     ttlSec: HOUR,
   }),

@@ -3,13 +3,13 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { connect as tlsConnect, createSecureContext, type SecureContext } from 'node:tls';
-import { CallCredentials, Channel, ChannelCredentials, connectivityState, credentials, Metadata, type ChannelOptions } from '@grpc/grpc-js';
+import { CallCredentials, Channel, ChannelCredentials, connectivityState, credentials, type Metadata, type ChannelOptions } from '@grpc/grpc-js';
 import { JournalClient as GenJournalClient } from '../protocol/gen/broker/protocol.js';
 import { ShardClient as GenShardClient } from '../protocol/gen/consumer/protocol.js';
 import { TransportError, ValidationError } from '../protocol/errors.js';
 import { parseEndpoint } from '../protocol/route.js';
 import { socksGrpcTarget, socksServer, type SocksServer, type SocksTunnel } from '../socks.js';
-import { makeAuthorizer, type Authorizer, type Claims } from './auth.js';
+import { authMetadata, makeAuthorizer, type Authorizer, type Claims } from './auth.js';
 import type { EndpointState } from './route-cache.js';
 
 /** How to reach and authenticate to one service (brokers, or consumers). */
@@ -197,10 +197,7 @@ export class ConnectionPool {
 
   /** Call metadata for an RPC with `claims` (authorization when configured). */
   metadata(claims: Claims): Metadata {
-    const md = new Metadata();
-    const auth = this.authorize(claims);
-    if (auth !== undefined) md.set('authorization', auth);
-    return md;
+    return authMetadata(this.authorize, claims);
   }
 
   /** Closes every channel. */
